@@ -1,0 +1,41 @@
+# Two entry points: `make serve` (set up and serve the examples) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HTTP_PORT ?= 8000
+GRPC_PORT ?= 8001
+METRICS_PORT ?= 8002
+
+.PHONY: serve test venv check lint clean bench
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-serve: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@ $(VENV)/.installed-serve
+
+venv: $(VENV)/.installed-serve
+
+serve: $(VENV)/.installed-serve
+	$(BIN)/tritium serve --model-repository=examples/model_repository \
+		--http-port=$(HTTP_PORT) --grpc-port=$(GRPC_PORT) --metrics-port=$(METRICS_PORT)
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests bench
+
+check: lint test
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache

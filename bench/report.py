@@ -1,0 +1,168 @@
+"""Aggregate the interleaved runs (median per server) into ratios, JSON and a Markdown table."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.measurement import Measurement
+from bench.scenarios import Scenario
+
+SERVERS = ("tritium", "triton")
+SUBJECT, BASELINE = SERVERS
+
+
+@dataclass(frozen=True)
+class ServerSummary:
+    """Medians over the successful rounds of one server in one scenario."""
+
+    runs: int
+    failed: int
+    throughput: float | None
+    p50_us: float | None
+    p99_us: float | None
+
+
+def summarize(measurements: list[Measurement]) -> ServerSummary:
+    """Median throughput, p50 and p99 (each taken on its own) over the runs that succeeded."""
+    good = [m for m in measurements if m.ok]
+
+    def median(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return statistics.median(present) if present else None
+
+    return ServerSummary(
+        runs=len(measurements),
+        failed=len(measurements) - len(good),
+        throughput=median([m.throughput for m in good]),
+        p50_us=median([m.p50_us for m in good]),
+        p99_us=median([m.p99_us for m in good]),
+    )
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+@dataclass
+class ScenarioResult:
+    """All rounds of one scenario, in run order per server."""
+
+    scenario: Scenario
+    runs: dict[str, list[Measurement]] = field(default_factory=lambda: {s: [] for s in SERVERS})
+    skipped: str | None = None
+
+    def summary(self, server: str) -> ServerSummary:
+        return summarize(self.runs[server])
+
+    @property
+    def throughput_ratio(self) -> float | None:
+        """tritium / Triton median throughput (higher is better for tritium)."""
+        return ratio(self.summary(SUBJECT).throughput, self.summary(BASELINE).throughput)
+
+    @property
+    def p99_ratio(self) -> float | None:
+        """tritium / Triton median p99 latency (lower is better for tritium)."""
+        return ratio(self.summary(SUBJECT).p99_us, self.summary(BASELINE).p99_us)
+
+    @property
+    def acceptance(self) -> str:
+        """'pass' / 'FAIL' for acceptance scenarios (tritium ≥ 1.0× Triton), else ''."""
+        if not self.scenario.acceptance:
+            return ""
+        r = self.throughput_ratio
+        return "pass" if r is not None and r >= 1.0 else "FAIL"
+
+    def errors(self) -> list[tuple[str, int, str]]:
+        """(server, round, error) of every failed run."""
+        return [
+            (server, i + 1, m.error)
+            for server in SERVERS
+            for i, m in enumerate(self.runs[server])
+            if m.error is not None
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario.name,
+            "model": self.scenario.model,
+            "tool": self.scenario.tool,
+            "concurrency": self.scenario.concurrency,
+            "description": self.scenario.description,
+            "acceptance": self.acceptance or None,
+            "skipped": self.skipped,
+            "throughput_ratio": self.throughput_ratio,
+            "p99_ratio": self.p99_ratio,
+            "median": {s: vars(self.summary(s)) for s in SERVERS},
+            "runs": {s: [m.to_json() for m in self.runs[s]] for s in SERVERS},
+        }
+
+
+def report_json(meta: dict[str, Any], results: list[ScenarioResult]) -> dict[str, Any]:
+    return {**meta, "scenarios": [r.to_json() for r in results]}
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def markdown_table(results: list[ScenarioResult]) -> str:
+    """The results table: medians per server, ratios tritium/Triton, acceptance check."""
+    lines = [
+        "| scenario | tritium infer/s | Triton infer/s | throughput tritium/Triton "
+        "| tritium p50 µs | Triton p50 µs | tritium p99 µs | Triton p99 µs "
+        "| p99 tritium/Triton | check |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        if r.skipped:
+            lines.append(f"| `{r.scenario.name}` | skipped: {r.skipped} |||||||||")
+            continue
+        t, b = r.summary(SUBJECT), r.summary(BASELINE)
+
+        def ok_count(s: ServerSummary) -> str:
+            return f" ({s.runs - s.failed}/{s.runs} ok)" if s.failed else ""
+
+        lines.append(
+            f"| `{r.scenario.name}` | {_num(t.throughput)}{ok_count(t)} "
+            f"| {_num(b.throughput)}{ok_count(b)} | {_ratio(r.throughput_ratio)} "
+            f"| {_num(t.p50_us)} | {_num(b.p50_us)} | {_num(t.p99_us)} | {_num(b.p99_us)} "
+            f"| {_ratio(r.p99_ratio)} | {r.acceptance} |"
+        )
+    return "\n".join(lines)
+
+
+def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
+    """A complete Markdown page: run metadata, the table and every error seen."""
+    out = [
+        f"# tritium vs Triton — {meta['timestamp']}",
+        "",
+        f"- commit: `{meta['commit']}`",
+        f"- machine: {meta['machine']}",
+        f"- servers: {meta['servers']}",
+        f"- rounds: {meta['rounds']} (interleaved tritium, Triton, …); medians per server",
+        f"- setup: {meta['setup']}",
+        "",
+        markdown_table(results),
+    ]
+    errors = [(r.scenario.name, *e) for r in results for e in r.errors()]
+    if errors:
+        out += ["", "## Errors", ""]
+        out += [f"- `{name}` {server} round {rnd}: {err}" for name, server, rnd, err in errors]
+    notes = [
+        (r.scenario.name, server, note)
+        for r in results
+        for server in SERVERS
+        for note in dict.fromkeys(n for m in r.runs[server] for n in m.notes)
+    ]
+    if notes:
+        out += ["", "## Tool warnings", ""]
+        out += [f"- `{name}` {server}: {note}" for name, server, note in notes]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,315 @@
+"""`bench/run.py`: start both servers, run every scenario interleaved, write and print results."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bench.anchors import (
+    REPO_ROOT,
+    Anchors,
+    BenchSetupError,
+    default_prefix,
+    default_tools_dir,
+    locate_anchors,
+)
+from bench.measurement import Measurement
+from bench.perf import run_perf_analyzer
+from bench.report import SERVERS, ScenarioResult, markdown_report, markdown_table, report_json
+from bench.scenarios import (
+    DEFAULT_SETTINGS,
+    QUICK_SETTINGS,
+    SCENARIO_NAMES,
+    MeasureSettings,
+    Scenario,
+    select_scenarios,
+)
+from bench.servers import Server, TritiumServer, TritonServer, server_metadata, wait_models_ready
+from bench.wrk import run_wrk
+
+DEFAULT_REPOSITORY = REPO_ROOT / "examples" / "model_repository"
+DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
+SHM_DIR = Path("/dev/shm")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bench/run.py",
+        description="Benchmark tritium against real Triton on the same model repository with "
+        "perf_analyzer and wrk, alternating the servers, and report medians and ratios.",
+    )
+    p.add_argument(
+        "--scenarios",
+        nargs="+",
+        metavar="NAME",
+        help=f"scenarios to run (default: all): {', '.join(SCENARIO_NAMES)}",
+    )
+    p.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default 3)")
+    p.add_argument(
+        "--quick", action="store_true", help="smoke test: 1 round, short measurement windows"
+    )
+    p.add_argument("--repository", type=Path, default=DEFAULT_REPOSITORY)
+    p.add_argument(
+        "--tools-dir",
+        type=Path,
+        default=default_tools_dir(),
+        help="shared tools folder with setup-anchors.sh (default $TRITIUM_SHARED_TOOLS or ../shared/tools)",
+    )
+    p.add_argument(
+        "--anchors",
+        type=Path,
+        default=default_prefix(),
+        help="prefix the reference servers are installed in (default $ANCHORS or /tmp/anchors)",
+    )
+    p.add_argument("--triton-ports", default="18000,18001,18002", help="HTTP,GRPC,METRICS")
+    p.add_argument("--tritium-port", type=int, default=18100)
+    p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
+    p.add_argument(
+        "--servers",
+        nargs="+",
+        choices=SERVERS,
+        default=list(SERVERS),
+        help="servers to measure (default both; one alone gives no ratios)",
+    )
+    p.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list:
+        for s in select_scenarios(None):
+            print(f"{s.name:28} {s.description}")
+        return 0
+    try:
+        scenarios = select_scenarios(args.scenarios)
+        triton_ports = _ports(args.triton_ports)
+        anchors = locate_anchors(args.tools_dir, args.anchors)
+    except (ValueError, BenchSetupError) as exc:
+        print(f"bench: error: {exc}", file=sys.stderr)
+        return 2
+    settings = QUICK_SETTINGS if args.quick else DEFAULT_SETTINGS
+    rounds = args.rounds or (1 if args.quick else 3)
+    if rounds < 1:
+        print("bench: error: --rounds must be at least 1", file=sys.stderr)
+        return 2
+    return run_bench(
+        anchors,
+        scenarios,
+        settings,
+        rounds,
+        repository=args.repository.resolve(),
+        triton_ports=triton_ports,
+        tritium_port=args.tritium_port,
+        results_dir=args.results_dir.resolve(),
+        server_names=tuple(n for n in SERVERS if n in args.servers),
+    )
+
+
+def run_bench(
+    anchors: Anchors,
+    scenarios: list[Scenario],
+    settings: MeasureSettings,
+    rounds: int,
+    *,
+    repository: Path,
+    triton_ports: tuple[int, int, int],
+    tritium_port: int,
+    results_dir: Path,
+    server_names: tuple[str, ...] = SERVERS,
+) -> int:
+    """Run the benchmark; returns the process exit code (0 ok, 1 failed runs, 2 setup, 130 ^C)."""
+    timestamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    logs_dir = results_dir / f"{timestamp}-logs"
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    shm_before = _shm_entries()
+    models = sorted({s.model for s in scenarios})
+    results = [ScenarioResult(s) for s in scenarios]
+    meta: dict[str, Any] = {
+        "timestamp": timestamp,
+        "commit": _commit(),
+        "machine": _machine(),
+        "repository": str(repository),
+        "rounds": rounds,
+        "setup": _describe_setup(settings),
+        "settings": vars(settings),
+        "servers": "",
+    }
+    code = 0
+    with _terminate_as_interrupt():
+        try:
+            with contextlib.ExitStack() as stack:
+                triton = TritonServer(anchors, repository, triton_ports, logs_dir)
+                tritium = TritiumServer(repository, tritium_port, logs_dir)
+                every: dict[str, Server] = {"tritium": tritium, "triton": triton}
+                servers = {n: every[n] for n in server_names}
+                for server in servers.values():
+                    # Registered before start so that a half-started server is stopped too.
+                    stack.callback(server.stop)
+                    print(f"[bench] starting {server.name} on {server.url}", flush=True)
+                    server.start()
+                    wait_models_ready(server.url, models)
+                meta["servers"] = _describe_servers(servers)
+                print(f"[bench] {meta['servers']}", flush=True)
+                for result in results:
+                    _run_scenario(result, servers, anchors, settings, rounds, logs_dir)
+        except BenchSetupError as exc:
+            print(f"bench: error: {exc}", file=sys.stderr)
+            code = 2
+        except KeyboardInterrupt:
+            print("\n[bench] interrupted; servers stopped", file=sys.stderr)
+            meta["interrupted"] = True
+            code = 130
+    leaked = sorted(_shm_entries() - shm_before)
+    if leaked:
+        # Other programs on the machine may have made them; they are reported, not removed.
+        meta["new_shm_entries"] = leaked
+        print(f"[bench] warning: new /dev/shm entries after the run: {leaked}", file=sys.stderr)
+    if any(r.runs[s] for r in results for s in SERVERS):
+        _write_results(results_dir, timestamp, meta, results)
+    if code == 0 and any(r.errors() for r in results):
+        code = 1
+    return code
+
+
+def _run_scenario(
+    result: ScenarioResult,
+    servers: dict[str, Server],
+    anchors: Anchors,
+    settings: MeasureSettings,
+    rounds: int,
+    logs_dir: Path,
+) -> None:
+    scenario = result.scenario
+    if scenario.tool == "wrk" and anchors.wrk is None:
+        result.skipped = "wrk not installed"
+        print(f"[bench] {scenario.name}: skipped (wrk not on PATH)", flush=True)
+        return
+    for rnd in range(1, rounds + 1):
+        for name, server in servers.items():
+            log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
+            m = _measure(scenario, server.url, anchors, settings, logs_dir, log_path)
+            result.runs[name].append(m)
+            print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
+
+
+def _measure(
+    scenario: Scenario,
+    url: str,
+    anchors: Anchors,
+    settings: MeasureSettings,
+    work_dir: Path,
+    log_path: Path,
+) -> Measurement:
+    if scenario.tool == "wrk":
+        assert anchors.wrk is not None
+        return run_wrk(anchors.wrk, scenario, url, settings, work_dir, log_path)
+    return run_perf_analyzer(anchors.perf_analyzer, scenario, url, settings, work_dir, log_path)
+
+
+def _line(m: Measurement) -> str:
+    if not m.ok:
+        return f"ERROR {m.error}"
+    return f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs"
+
+
+def _write_results(
+    results_dir: Path, timestamp: str, meta: dict[str, Any], results: list[ScenarioResult]
+) -> None:
+    json_path = results_dir / f"{timestamp}.json"
+    md_path = results_dir / f"{timestamp}.md"
+    json_path.write_text(json.dumps(report_json(meta, results), indent=2) + "\n")
+    md_path.write_text(markdown_report(meta, results))
+    print()
+    print(markdown_table(results))
+    for r in results:
+        for server, rnd, err in r.errors():
+            print(f"error: {r.scenario.name} {server} round {rnd}: {err}")
+    print(f"\n[bench] wrote {md_path} and {json_path} (tool logs in {timestamp}-logs/)")
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Any:
+    """Treat SIGTERM/SIGHUP like Ctrl-C so that the servers are stopped on every exit path."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _ports(text: str) -> tuple[int, int, int]:
+    parts = [int(p) for p in text.split(",")]
+    if len(parts) != 3:
+        raise ValueError(f"--triton-ports needs HTTP,GRPC,METRICS, got {text!r}")
+    return parts[0], parts[1], parts[2]
+
+
+def _shm_entries() -> set[str]:
+    try:
+        return set(os.listdir(SHM_DIR))
+    except OSError:
+        return set()
+
+
+def _commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no commit)"
+    try:
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.CalledProcessError):
+        dirty = False
+    return commit + ("-dirty" if dirty else "")
+
+
+def _machine() -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}; both servers and the load generator share them"
+    )
+
+
+def _describe_setup(s: MeasureSettings) -> str:
+    return (
+        f"perf_analyzer -i http --concurrency-range C:C "
+        f"--measurement-interval={s.measurement_interval_ms} "
+        f"--stability-percentage={s.stability_percentage} --max-trials={s.max_trials} "
+        f"(throughput and p50/p99 from its -f CSV); wrk -t{s.wrk_threads} -c64 "
+        f"-d{s.wrk_duration_s}s after a {s.wrk_warmup_s}s warm-up"
+    )
+
+
+def _describe_servers(servers: dict[str, Server]) -> str:
+    parts = []
+    for name, server in servers.items():
+        md = server_metadata(server.url)
+        parts.append(f"{name} {md.get('version', '?')} at {server.url}")
+    return ", ".join(parts)

@@ -1,0 +1,115 @@
+"""The benchmark scenarios (names are stable: results are compared across runs by name)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Tool = Literal["perf_analyzer", "wrk"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One load pattern applied identically to both servers."""
+
+    name: str
+    model: str
+    tool: Tool
+    concurrency: int
+    description: str
+    # Extra perf_analyzer flags (input shapes, data) for this scenario.
+    perf_args: tuple[str, ...] = ()
+    # The v2 JSON infer request body wrk posts (wrk scenarios only).
+    json_body: dict[str, Any] | None = None
+    # Acceptance scenarios: tritium must reach at least Triton's throughput.
+    acceptance: bool = False
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """The fixed measurement setup, identical for both servers within one run."""
+
+    measurement_interval_ms: int = 2000
+    # perf_analyzer's stability criterion on average latency and throughput over its last 3
+    # windows; 10 (its default) rarely converges on a shared 2-core machine.
+    stability_percentage: int = 20
+    max_trials: int = 10
+    wrk_duration_s: int = 10
+    wrk_warmup_s: int = 2
+    wrk_threads: int = 2
+
+
+DEFAULT_SETTINGS = MeasureSettings()
+QUICK_SETTINGS = MeasureSettings(
+    measurement_interval_ms=500,
+    stability_percentage=50,
+    max_trials=6,
+    wrk_duration_s=2,
+    wrk_warmup_s=1,
+)
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="add_sub_http_binary_c1",
+        model="add_sub",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="add_sub FP32[4]+[4], HTTP with binary tensors, 1 request in flight",
+        acceptance=True,
+    ),
+    Scenario(
+        name="add_sub_http_binary_c8",
+        model="add_sub",
+        tool="perf_analyzer",
+        concurrency=8,
+        description="add_sub FP32[4]+[4], HTTP with binary tensors, 8 requests in flight",
+        acceptance=True,
+    ),
+    Scenario(
+        name="identity_http_binary_c64",
+        model="identity",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16] (dynamic batching, 500 µs delay), HTTP binary, 64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+    ),
+    Scenario(
+        name="identity_http_json_c64",
+        model="identity",
+        tool="wrk",
+        concurrency=64,
+        description="identity FP32[1,16], HTTP JSON body posted by wrk on 64 connections",
+        json_body={
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [1, 16],
+                    "data": [float(i) for i in range(16)],
+                }
+            ]
+        },
+    ),
+    Scenario(
+        name="string_upper_http_c8",
+        model="string_upper",
+        tool="perf_analyzer",
+        concurrency=8,
+        description="string_upper BYTES[8] (8 strings of 16 chars), HTTP binary, 8 in flight",
+        perf_args=("--shape", "TEXT:8", "--string-data", "hello-tritium-16"),
+    ),
+)
+
+SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)
+
+
+def select_scenarios(names: list[str] | None) -> list[Scenario]:
+    """The scenarios named (in the canonical order), all of them when `names` is empty."""
+    if not names:
+        return list(SCENARIOS)
+    unknown = sorted(set(names) - set(SCENARIO_NAMES))
+    if unknown:
+        raise ValueError(
+            f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIO_NAMES)}"
+        )
+    return [s for s in SCENARIOS if s.name in names]

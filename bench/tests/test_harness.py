@@ -1,0 +1,99 @@
+"""Tool discovery, process-group cleanup helpers, signal handling and the wrk Lua script."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from bench.anchors import BenchSetupError, locate_anchors
+from bench.runner import _terminate_as_interrupt
+from bench.scenarios import QUICK_SETTINGS, Scenario
+from bench.servers import group_pids
+from bench.wrk import run_wrk
+
+
+def test_missing_tools_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BenchSetupError, match="TRITIUM_SHARED_TOOLS"):
+        locate_anchors(tmp_path / "nowhere", tmp_path / "anchors")
+
+
+def test_missing_anchors_without_install_names_the_setup_script(tmp_path: Path) -> None:
+    for name in ("setup-anchors.sh", "start-triton.sh", "stop-server.sh"):
+        (tmp_path / name).write_text("#!/bin/sh\nexit 1\n")
+    with pytest.raises(BenchSetupError, match="setup-anchors.sh"):
+        locate_anchors(tmp_path, tmp_path / "anchors", install=False)
+
+
+def test_failed_install_is_reported(tmp_path: Path) -> None:
+    for name in ("setup-anchors.sh", "start-triton.sh", "stop-server.sh"):
+        (tmp_path / name).write_text("exit 3\n")
+    with pytest.raises(BenchSetupError, match="failed"):
+        locate_anchors(tmp_path, tmp_path / "anchors")
+
+
+def test_group_pids_finds_own_group() -> None:
+    assert os.getpid() in group_pids(os.getpgid(0))
+    assert group_pids(2**22 + 12345) == []
+
+
+def test_sigterm_becomes_keyboard_interrupt_and_handler_is_restored() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), _terminate_as_interrupt():
+        signal.raise_signal(signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+class _InferHandler(http.server.BaseHTTPRequestHandler):
+    bodies: list[bytes] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        _InferHandler.bodies.append(body)
+        answer = json.dumps({"outputs": json.loads(body)["inputs"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _InferHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
+def test_wrk_posts_the_json_body_and_reports(echo_server: str, tmp_path: Path) -> None:
+    body = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
+    scenario = Scenario("t", "m", "wrk", 2, "test", json_body=body)
+    _InferHandler.bodies = []
+    m = run_wrk(
+        Path(shutil.which("wrk") or ""),
+        scenario,
+        echo_server,
+        QUICK_SETTINGS,
+        tmp_path,
+        tmp_path / "w.log",
+    )
+    assert m.ok, m.error
+    assert m.throughput and m.throughput > 0 and m.p99_us and m.p99_us >= (m.p50_us or 0)
+    assert len(_InferHandler.bodies) > 2
+    assert all(json.loads(b) == body for b in _InferHandler.bodies)

@@ -1,0 +1,3 @@
+from tritium.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,263 @@
+"""Hosts one ``TritonPythonModel`` inside a worker: load, auto-complete, initialize,
+execute batches against arena-backed tensors, finalize.
+
+Everything user code can get wrong (raising, returning the wrong number or kind of
+responses, bad output tensors) becomes a per-request error with a clear message; the
+instance keeps serving.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tritium.backends.python import pb_utils
+from tritium.ipc import Arena
+from tritium.ipc import tensors as ipc_tensors
+
+# pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
+_CODE_NAMES = [
+    "UNKNOWN",
+    "INTERNAL",
+    "NOT_FOUND",
+    "INVALID_ARG",
+    "UNAVAILABLE",
+    "UNSUPPORTED",
+    "ALREADY_EXISTS",
+    "CANCELLED",
+]
+
+
+class ModelLoadError(Exception):
+    code = "INVALID_ARG"
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ModelHost:
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.model_name: str = spec["model_name"]
+        self.version: str = str(spec["model_version"])
+        self.model_dir = Path(spec["model_dir"])
+        self.config: dict[str, Any] = spec.get("config") or {}
+        self.model_class: Any = None
+        self.model: Any = None
+        self.instance_name = self.model_name
+        self._pending: list[tuple[int, list[Any]]] | None = None
+        self._pending_replies: list[dict[str, Any]] | None = None
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load(self) -> dict[str, Any] | None:
+        """Import model.py; run ``auto_complete_config`` when asked. Returns the config
+        after auto-complete (None when auto-complete did not run)."""
+        sys.modules["triton_python_backend_utils"] = pb_utils
+        pb_utils._set_model_dir(str(self.model_dir / self.version))
+        pb_utils._set_log_verbose(int(self.spec.get("log_verbose", 0)))
+        filename = self.config.get("default_model_filename") or "model.py"
+        version_dir = self.model_dir / self.version
+        path = version_dir / filename
+        if not path.is_file():
+            raise ModelLoadError(
+                f"unable to find '{filename}' in version {self.version} of model '{self.model_name}'"
+            )
+        sys.path.insert(0, str(version_dir))
+        try:
+            spec = importlib.util.spec_from_file_location("model", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["model"] = module
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            traceback.print_exc()
+            raise ModelLoadError(f"failed to load model '{self.model_name}': {_describe(exc)}") from exc
+        model_class = getattr(module, "TritonPythonModel", None)
+        if model_class is None:
+            raise ModelLoadError(
+                f"failed to load model '{self.model_name}': model.py does not define "
+                "class 'TritonPythonModel'"
+            )
+        self.model_class = model_class
+        if self.spec.get("auto_complete") and hasattr(model_class, "auto_complete_config"):
+            try:
+                cfg = model_class.auto_complete_config(pb_utils.ModelConfig(self.config))
+            except Exception as exc:
+                traceback.print_exc()
+                raise ModelLoadError(
+                    f"auto_complete_config failed for model '{self.model_name}': {_describe(exc)}"
+                ) from exc
+            if cfg is None or not hasattr(cfg, "as_dict"):
+                raise ModelLoadError(
+                    f"auto_complete_config of model '{self.model_name}' must return the "
+                    "ModelConfig object it was given"
+                )
+            self.config = cfg.as_dict()
+            return self.config
+        return None
+
+    def initialize(self, message: dict[str, Any]) -> None:
+        self.config = message["config"]
+        self.instance_name = message["instance_name"]
+        args = {
+            "model_config": json.dumps(self.config),
+            "model_instance_kind": message.get("kind", "CPU"),
+            "model_instance_name": self.instance_name,
+            "model_instance_device_id": str(message.get("device_id", 0)),
+            "model_repository": str(self.model_dir),
+            "model_version": self.version,
+            "model_name": self.model_name,
+        }
+        try:
+            self.model = self.model_class()
+            init = getattr(self.model, "initialize", None)
+            if init is not None:
+                init(args)
+        except Exception as exc:
+            traceback.print_exc()
+            raise ModelLoadError(
+                f"Failed to initialize model instance '{self.instance_name}': {_describe(exc)}"
+            ) from exc
+
+    def is_ready(self) -> bool:
+        check = getattr(self.model, "is_ready", None)
+        if check is None:
+            return self.model is not None
+        try:
+            return bool(check())
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+            return False
+
+    def finalize(self) -> None:
+        model, self.model = self.model, None
+        fin = getattr(model, "finalize", None)
+        if fin is not None:
+            fin()
+
+    # -- execution ----------------------------------------------------------------------
+
+    def _build_requests(self, items: list[dict[str, Any]], arena: Arena) -> list[Any]:
+        buf = arena.buf
+        requests = []
+        for index, item in enumerate(items):
+            inputs = [
+                pb_utils.Tensor._from_buffer(
+                    name, ipc_tensors.view(buf, dtype, shape, off, nbytes), dtype
+                )
+                for name, dtype, shape, off, nbytes in item["inputs"]
+            ]
+            outputs = item["outputs"]
+            if outputs is None:
+                outputs = [o["name"] for o in self.config.get("output", ())]
+            requests.append(
+                pb_utils.InferenceRequest._from_server(
+                    model_name=self.model_name,
+                    model_version=self.version,
+                    inputs=inputs,
+                    requested_output_names=outputs,
+                    request_id=item["id"],
+                    correlation_id=item["corr"],
+                    flags=item["flags"],
+                    parameters=item["params"],
+                    is_cancelled=lambda i=index: buf[i] != 0,
+                )
+            )
+        return requests
+
+    def execute(self, items: list[dict[str, Any]], in_arena: Arena, out_arena: Arena) -> dict:
+        requests = self._build_requests(items, in_arena)
+        n = len(requests)
+        try:
+            result = self.model.execute(requests)
+        except Exception as exc:
+            traceback.print_exc()
+            message = (
+                f"Failed to process the request(s) for model instance "
+                f"'{self.instance_name}', message: {_describe(exc)}"
+            )
+            return {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
+        replies, pending = self._collect(result, requests)
+        return self._place(replies, pending, out_arena)
+
+    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any]]:
+        n = len(requests)
+        if not isinstance(result, (list, tuple)) or len(result) != n:
+            got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
+            message = (
+                f"Number of InferenceResponse objects do not match the number of requests "
+                f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
+            )
+            return [{"error": ["INTERNAL", message]} for _ in range(n)], []
+        replies: list[dict[str, Any]] = []
+        pending: list[Any] = []  # (reply index, name, wire, shape, array, raw, size)
+        for index, (response, request) in enumerate(zip(result, requests)):
+            reply: dict[str, Any] = {}
+            replies.append(reply)
+            if not isinstance(response, pb_utils.InferenceResponse):
+                reply["error"] = [
+                    "INTERNAL",
+                    f"Expected an 'InferenceResponse' object in the execute function return "
+                    f"list, found type '{type(response).__name__}'",
+                ]
+                continue
+            if response.has_error():
+                err = response.error()
+                code = err.code()
+                code_name = _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
+                reply["error"] = [code_name, err.message()]
+                continue
+            wanted = set(request.requested_output_names())
+            outputs = []
+            try:
+                for tensor in response.output_tensors():
+                    name = tensor.name()
+                    if name not in wanted:
+                        continue
+                    wire = tensor._wire_dtype()
+                    array = tensor.as_numpy() if wire != "BF16" else tensor._raw_array()
+                    if not isinstance(array, np.ndarray):
+                        raise TypeError(f"output '{name}' is not a numpy array")
+                    size, raw = ipc_tensors.encoded_size(wire, array)
+                    outputs.append([index, name, wire, list(array.shape), array, raw, size])
+            except Exception as exc:  # noqa: BLE001
+                traceback.print_exc()
+                reply["error"] = ["INTERNAL", f"invalid output from model: {_describe(exc)}"]
+                continue
+            params = response.parameters()
+            if params and params != "{}":
+                reply["params"] = json.loads(params) if isinstance(params, str) else params
+            reply["outputs"] = []
+            pending.extend(outputs)
+        return replies, pending
+
+    def _place(self, replies: list[dict], pending: list[Any], arena: Arena) -> dict:
+        offsets, end = ipc_tensors.layout([p[6] for p in pending])
+        if end > arena.size:
+            self._pending_replies = replies
+            self._pending = list(zip(offsets, pending))
+            return {"op": "need", "size": end}
+        return self._write(replies, list(zip(offsets, pending)), arena)
+
+    def write_pending(self, arena: Arena) -> dict:
+        replies, pending = self._pending_replies, self._pending
+        self._pending_replies = self._pending = None
+        assert replies is not None and pending is not None
+        return self._write(replies, pending, arena)
+
+    def _write(self, replies: list[dict], placed: list[Any], arena: Arena) -> dict:
+        buf = arena.buf
+        for off, (index, name, wire, shape, array, raw, _size) in placed:
+            nbytes = ipc_tensors.write(buf, off, np.ascontiguousarray(array) if raw is None else array, raw)
+            replies[index]["outputs"].append([name, wire, shape, off, nbytes])
+        return {"op": "result", "responses": replies}
+

@@ -1,0 +1,307 @@
+"""``InferenceRequest`` and ``InferenceResponse`` as model code sees them.
+
+Constructor signatures, accessors, parameter rules and error texts follow Triton's Python
+backend. Requests the server hands to ``execute`` are built by the worker through
+:meth:`InferenceRequest._from_server`; cancellation state stays with the worker, which
+passes a callable. Features not supported here yet (BLS ``exec``/``async_exec``, the
+decoupled response sender, request rescheduling) raise ``TritonModelException`` saying so.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from tritium.backends.python.pb_utils_errors import TritonError, TritonModelException
+from tritium.backends.python.pb_utils_tensor import Tensor
+
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+
+
+class MemoryType(enum.IntEnum):
+    """Triton's ``MemoryType`` enum, exported as ``TRITONSERVER_MEMORY_GPU`` / ``_CPU``."""
+
+    TRITONSERVER_MEMORY_GPU = 0
+    TRITONSERVER_MEMORY_CPU = 1
+
+
+class PreferredMemory:
+    """Where a BLS caller would like outputs placed (kept for API compatibility)."""
+
+    __slots__ = ("preferred_memory_type", "preferred_device_id")
+
+    def __init__(
+        self, preferred_memory_type: MemoryType | int, preferred_device_id: int = 0
+    ) -> None:
+        self.preferred_memory_type = MemoryType(preferred_memory_type)
+        self.preferred_device_id = int(preferred_device_id)
+
+
+class InferenceTrace:
+    """A request's trace handle; tracing is not collected, so there is no context."""
+
+    __slots__ = ()
+
+    def get_context(self) -> str | None:
+        return None
+
+
+def parameters_to_json(parameters: Any, compact: bool = False) -> str:
+    """Validate a parameters dict as Triton does and return it as a JSON string.
+
+    Keys must be ``str`` and values ``bool``/``int``/``str``; ``None`` means no parameters.
+    Model-supplied parameters are written the way Python's ``json.dumps`` writes them (as
+    Triton does); ``compact`` gives the separator-free form Triton uses for parameters that
+    arrive with a request.
+    """
+    if parameters is None:
+        return "{}"
+    if not isinstance(parameters, dict):
+        raise TritonModelException(f"Expect dict, got {type(parameters)}")
+    for key, value in parameters.items():
+        if not isinstance(key, str):
+            raise TritonModelException(
+                f"Expect parameters keys to have type str, found type {type(key)}"
+            )
+        if not isinstance(value, (bool, int, str)):
+            raise TritonModelException(
+                f"Expect parameters values to have type bool/int/str, found type {type(value)}"
+            )
+    if compact:
+        return json.dumps(parameters, separators=(",", ":"))
+    return json.dumps(parameters)
+
+
+def _check_tensors(tensors: Iterable[Any], what: str) -> list[Tensor]:
+    out = list(tensors)
+    for tensor in out:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{what} must be pb_utils.Tensor objects, got {type(tensor)}")
+    return out
+
+
+_REQUIRED: Any = object()
+
+
+class InferenceRequest:
+    """An inference request: the ones ``execute`` receives, or one a model builds.
+
+    ``InferenceRequest(request_id="", correlation_id=0, inputs, requested_output_names,
+    model_name, model_version=-1, flags=0, timeout=0, preferred_memory=None, trace=None,
+    parameters=None)`` — Triton's order; ``inputs``, ``requested_output_names`` and
+    ``model_name`` are required.
+    """
+
+    __slots__ = (
+        "_request_id",
+        "_correlation_id",
+        "_inputs",
+        "_requested_output_names",
+        "_model_name",
+        "_model_version",
+        "_flags",
+        "_timeout",
+        "_preferred_memory",
+        "_trace",
+        "_parameters",
+        "_is_cancelled",
+        "_release_flags",
+    )
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        inputs: list[Tensor] = _REQUIRED,
+        requested_output_names: list[str] = _REQUIRED,
+        model_name: str = _REQUIRED,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: PreferredMemory | None = None,
+        trace: InferenceTrace | None = None,
+        parameters: dict[str, bool | int | str] | None = None,
+    ) -> None:
+        missing = [
+            name
+            for name, value in (
+                ("inputs", inputs),
+                ("requested_output_names", requested_output_names),
+                ("model_name", model_name),
+            )
+            if value is _REQUIRED
+        ]
+        if missing:
+            raise TypeError(
+                f"InferenceRequest() missing required argument(s): {', '.join(missing)}"
+            )
+        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+            raise TritonModelException("Correlation ID must be integer or string")
+        if not isinstance(model_name, str):
+            raise TypeError(f"model_name must be a str, got {type(model_name)}")
+        names = list(requested_output_names)
+        for name in names:
+            if not isinstance(name, str):
+                raise TypeError(f"requested_output_names must be strings, got {type(name)}")
+        self._request_id = str(request_id)
+        self._correlation_id = correlation_id
+        self._inputs = _check_tensors(inputs, "inputs")
+        self._requested_output_names = set(names)
+        self._model_name = model_name
+        self._model_version = int(model_version)
+        self._flags = int(flags)
+        self._timeout = int(timeout)
+        self._preferred_memory = preferred_memory
+        self._trace = trace if trace is not None else InferenceTrace()
+        self._parameters = parameters_to_json(parameters)
+        self._is_cancelled: Callable[[], bool] | None = None
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+
+    @classmethod
+    def _from_server(
+        cls,
+        *,
+        inputs: list[Tensor],
+        requested_output_names: Iterable[str],
+        model_name: str,
+        model_version: int = -1,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        flags: int = 0,
+        timeout: int = 0,
+        parameters: dict[str, Any] | str | None = None,
+        is_cancelled: Callable[[], bool] | None = None,
+    ) -> InferenceRequest:
+        """Build a request the worker received, trusting its (already validated) parts.
+
+        ``inputs`` are ready Tensors (see ``Tensor._from_buffer``); ``parameters`` is the
+        request's parameter dict (written as compact JSON, like Triton) or a JSON string
+        used as is; ``timeout`` is in microseconds; ``is_cancelled`` answers
+        ``is_cancelled()`` and is owned by the worker.
+        """
+        request = cls.__new__(cls)
+        request._request_id = request_id
+        request._correlation_id = correlation_id
+        request._inputs = inputs
+        request._requested_output_names = set(requested_output_names)
+        request._model_name = model_name
+        request._model_version = model_version
+        request._flags = flags
+        request._timeout = timeout
+        request._preferred_memory = None
+        request._trace = InferenceTrace()
+        if isinstance(parameters, str):
+            request._parameters = parameters
+        elif parameters:
+            request._parameters = json.dumps(parameters, separators=(",", ":"))
+        else:
+            request._parameters = "{}"
+        request._is_cancelled = is_cancelled
+        request._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        return request
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = int(flags)
+
+    def timeout(self) -> int:
+        """The request's timeout in microseconds (0 when none was given)."""
+        return self._timeout
+
+    def parameters(self) -> str:
+        """The request's parameters as a JSON object string."""
+        return self._parameters
+
+    def requested_output_names(self) -> set[str]:
+        return self._requested_output_names
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def trace(self) -> InferenceTrace:
+        return self._trace
+
+    def is_cancelled(self) -> bool:
+        return self._is_cancelled() if self._is_cancelled is not None else False
+
+    def get_response_sender(self) -> Any:
+        raise TritonModelException(
+            "get_response_sender() is for decoupled models, which are not supported yet; "
+            "return a list of InferenceResponse objects from execute() instead"
+        )
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+            raise TritonModelException("request rescheduling is not supported yet")
+        self._release_flags = int(flags)
+
+    def exec(self, decoupled: bool = False) -> Any:
+        raise TritonModelException("BLS requests (InferenceRequest.exec) are not supported yet")
+
+    def async_exec(self, decoupled: bool = False) -> Any:
+        raise TritonModelException(
+            "BLS requests (InferenceRequest.async_exec) are not supported yet"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"InferenceRequest(model_name={self._model_name!r}, request_id={self._request_id!r}, "
+            f"inputs={[t.name() for t in self._inputs]})"
+        )
+
+
+class InferenceResponse:
+    """``InferenceResponse(output_tensors=None, error=None, parameters=None)``.
+
+    ``parameters`` values must be ``bool``/``int``/``str`` (Triton's rule); the validated
+    dict is kept in ``_parameters_dict`` for the worker, ``parameters()`` gives JSON.
+    """
+
+    __slots__ = ("_output_tensors", "_error", "_parameters_dict", "_parameters_json")
+
+    def __init__(
+        self,
+        output_tensors: Iterable[Tensor] | None = None,
+        error: TritonError | None = None,
+        parameters: dict[str, bool | int | str] | None = None,
+    ) -> None:
+        tensors = (
+            _check_tensors(output_tensors, "output_tensors") if output_tensors is not None else []
+        )
+        if error is not None and not isinstance(error, TritonError):
+            raise TypeError(f"error must be a pb_utils.TritonError or None, got {type(error)}")
+        self._parameters_json = parameters_to_json(parameters)
+        self._parameters_dict: dict[str, bool | int | str] = dict(parameters) if parameters else {}
+        self._output_tensors = tensors
+        self._error = error
+
+    def output_tensors(self) -> list[Tensor]:
+        return list(self._output_tensors)
+
+    def has_error(self) -> bool:
+        return self._error is not None
+
+    def error(self) -> TritonError | None:
+        return self._error
+
+    def parameters(self) -> str:
+        """The response's parameters as a JSON object string."""
+        return self._parameters_json
+
+    def __repr__(self) -> str:
+        names = [t.name() for t in self._output_tensors]
+        return f"InferenceResponse(output_tensors={names}, error={self._error!r})"

@@ -1,0 +1,113 @@
+"""The instance worker: runs one model instance's ``model.py`` in its own process.
+
+Started by the server as ``python -m tritium.backends.python.stub CTL_FD FDS_FD PARENT_PID``.
+It answers framed control messages on CTL_FD (load, init, exec, fini), receives arena file
+descriptors on FDS_FD, reads inputs from the input arena as numpy views and writes outputs
+into the output arena. Model code's prints go to this process's stdout/stderr, which the
+server shares, so they land in the server log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from tritium.backends.python.model_host import ModelHost
+from tritium.ipc import Arena, recv_fd, recv_message, send_message
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask the kernel to kill this worker if the server dies (Linux prctl)."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+class Worker:
+    def __init__(self, ctl: socket.socket, fds: socket.socket) -> None:
+        self.ctl = ctl
+        self.fds = fds
+        self.arenas: dict[str, Arena] = {}
+        self.host: ModelHost | None = None
+        self.pending_outputs: Any = None
+
+    def run(self) -> None:
+        while True:
+            try:
+                message = recv_message(self.ctl)
+            except (EOFError, ConnectionError, OSError):
+                self._finalize_quietly()
+                return
+            op = message.get("op")
+            if op == "arena":
+                self._take_arena(message)
+                continue
+            try:
+                reply = self.dispatch(op, message)
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
+                code = getattr(exc, "code", "INTERNAL")
+                if not isinstance(code, str):
+                    code = "INTERNAL"
+                reply = {"op": "error", "code": code, "message": str(exc)}
+            send_message(self.ctl, reply)
+            if op == "fini":
+                return
+
+    def _take_arena(self, message: dict) -> None:
+        fd = recv_fd(self.fds)
+        old = self.arenas.get(message["which"])
+        self.arenas[message["which"]] = Arena(fd, int(message["size"]))
+        if old is not None:
+            old.close()
+
+    def dispatch(self, op: str, message: dict) -> dict:
+        if op == "exec":
+            assert self.host is not None
+            return self.host.execute(message["requests"], self.arenas["in"], self.arenas["out"])
+        if op == "continue":
+            assert self.host is not None
+            return self.host.write_pending(self.arenas["out"])
+        if op == "load":
+            self.host = ModelHost(message)
+            return {"op": "loaded", "config": self.host.load()}
+        if op == "init":
+            assert self.host is not None
+            self.host.initialize(message)
+            return {"op": "ready"}
+        if op == "ready?":
+            return {"op": "ready", "ready": self.host.is_ready() if self.host else False}
+        if op == "fini":
+            self._finalize_quietly()
+            return {"op": "bye"}
+        raise ValueError(f"unknown control message '{op}'")
+
+    def _finalize_quietly(self) -> None:
+        host, self.host = self.host, None
+        if host is not None:
+            try:
+                host.finalize()
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+
+
+def main(argv: list[str]) -> int:
+    ctl_fd, fds_fd, parent_pid = (int(a) for a in argv[:3])
+    _die_with_parent(parent_pid)
+    # The server handles SIGINT for the whole process group; the worker stops when told to.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ctl = socket.socket(fileno=ctl_fd)
+    fds = socket.socket(fileno=fds_fd)
+    Worker(ctl, fds).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

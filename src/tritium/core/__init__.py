@@ -1,0 +1,43 @@
+"""L0: data types, tensors, requests/responses and the error tree shared by every layer."""
+
+from tritium.core.errors import (
+    AlreadyExists,
+    Cancelled,
+    Code,
+    InternalError,
+    InvalidArgument,
+    NotFound,
+    TritiumError,
+    Unavailable,
+    UnknownError,
+    Unsupported,
+    error_from_code,
+)
+from tritium.core.types import (
+    InferRequest,
+    InferResponse,
+    InputTensor,
+    OutputTensor,
+    Parameters,
+    RequestedOutput,
+)
+
+__all__ = [
+    "AlreadyExists",
+    "Cancelled",
+    "Code",
+    "InferRequest",
+    "InferResponse",
+    "InputTensor",
+    "InternalError",
+    "InvalidArgument",
+    "NotFound",
+    "OutputTensor",
+    "Parameters",
+    "RequestedOutput",
+    "TritiumError",
+    "Unavailable",
+    "UnknownError",
+    "Unsupported",
+    "error_from_code",
+]

@@ -1,0 +1,134 @@
+"""Triton data types: wire names ("FP32"), config names ("TYPE_FP32") and numpy dtypes.
+
+BYTES tensors are numpy object arrays of ``bytes``; on the wire and in shared memory they
+use Triton's serialization (each element a 4-byte little-endian length then its bytes).
+BF16 has no numpy type; it travels as raw 2-byte words (``uint16`` storage).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from tritium.core.errors import InvalidArgument
+
+# wire name -> (numpy dtype, element byte size; 0 = variable)
+_TABLE: dict[str, tuple[np.dtype, int]] = {
+    "BOOL": (np.dtype(np.bool_), 1),
+    "UINT8": (np.dtype(np.uint8), 1),
+    "UINT16": (np.dtype(np.uint16), 2),
+    "UINT32": (np.dtype(np.uint32), 4),
+    "UINT64": (np.dtype(np.uint64), 8),
+    "INT8": (np.dtype(np.int8), 1),
+    "INT16": (np.dtype(np.int16), 2),
+    "INT32": (np.dtype(np.int32), 4),
+    "INT64": (np.dtype(np.int64), 8),
+    "FP16": (np.dtype(np.float16), 2),
+    "FP32": (np.dtype(np.float32), 4),
+    "FP64": (np.dtype(np.float64), 8),
+    "BYTES": (np.dtype(np.object_), 0),
+    "BF16": (np.dtype(np.uint16), 2),
+}
+
+WIRE_TYPES: frozenset[str] = frozenset(_TABLE)
+
+# Little-endian views used when reading or writing raw tensor bytes.
+_LE = {name: dt.newbyteorder("<") for name, (dt, _) in _TABLE.items() if name != "BYTES"}
+
+_NUMPY_TO_WIRE: dict[np.dtype, str] = {
+    dt: name for name, (dt, _) in _TABLE.items() if name not in ("BF16",)
+}
+
+
+def is_valid(wire: str) -> bool:
+    return wire in _TABLE
+
+
+def config_to_wire(config_name: str) -> str:
+    """"TYPE_FP32" -> "FP32"; "TYPE_STRING" -> "BYTES"."""
+    name = config_name[5:] if config_name.startswith("TYPE_") else config_name
+    return "BYTES" if name == "STRING" else name
+
+
+def wire_to_config(wire: str) -> str:
+    """"FP32" -> "TYPE_FP32"; "BYTES" -> "TYPE_STRING"."""
+    return "TYPE_STRING" if wire == "BYTES" else "TYPE_" + wire
+
+
+def numpy_dtype(wire: str) -> np.dtype:
+    """numpy dtype used to hold a tensor of ``wire`` type (object for BYTES)."""
+    return _TABLE[wire][0]
+
+
+def raw_dtype(wire: str) -> np.dtype:
+    """Little-endian dtype for reading raw bytes of a fixed-size type."""
+    return _LE[wire]
+
+
+def element_size(wire: str) -> int:
+    """Bytes per element; 0 for BYTES (variable)."""
+    return _TABLE[wire][1]
+
+
+def wire_from_numpy(dtype: np.dtype) -> str:
+    """Wire name for a numpy dtype; object / bytes / str arrays are BYTES."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in ("O", "S", "U"):
+        return "BYTES"
+    try:
+        return _NUMPY_TO_WIRE[dtype.newbyteorder("=")]
+    except KeyError:
+        raise InvalidArgument(f"unsupported numpy data type '{dtype}'") from None
+
+
+def element_count(shape: tuple[int, ...] | list[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def serialize_bytes(array: np.ndarray) -> bytes:
+    """Triton's BYTES serialization: 4-byte LE length then data, row-major order."""
+    pack = struct.Struct("<I").pack
+    parts: list[bytes] = []
+    for item in array.reshape(-1):
+        if isinstance(item, str):
+            item = item.encode("utf-8")
+        elif not isinstance(item, (bytes, bytearray, memoryview)):
+            item = str(item).encode("utf-8")
+        parts.append(pack(len(item)))
+        parts.append(bytes(item))
+    return b"".join(parts)
+
+
+def deserialize_bytes(buffer: bytes | memoryview, count: int | None = None) -> np.ndarray:
+    """Inverse of :func:`serialize_bytes`; a flat object array of ``bytes``.
+
+    Raises InvalidArgument when the buffer is truncated or (with ``count``) holds a
+    different number of elements.
+    """
+    view = memoryview(buffer).cast("B")
+    total = len(view)
+    items: list[bytes] = []
+    offset = 0
+    unpack = struct.Struct("<I").unpack_from
+    while offset < total:
+        if offset + 4 > total:
+            raise InvalidArgument("BYTES data is truncated: incomplete length prefix")
+        (length,) = unpack(view, offset)
+        offset += 4
+        if offset + length > total:
+            raise InvalidArgument("BYTES data is truncated: element longer than the data")
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+        if count is not None and len(items) > count:
+            break
+    if count is not None and len(items) != count:
+        raise InvalidArgument(
+            f"expected {count} BYTES elements, got {'more' if len(items) > count else len(items)}"
+        )
+    out = np.empty(len(items), dtype=np.object_)
+    out[:] = items
+    return out

@@ -1,0 +1,75 @@
+"""Transport-neutral inference request and response objects.
+
+Both frontends decode into these and encode from them; the service, the schedulers and
+the worker channel never see HTTP or gRPC. Tensor data is a numpy array (object array of
+``bytes`` for BYTES, ``uint16`` storage for BF16), normally a view over the bytes the
+frontend received, so nothing is copied until it is written into a worker's arena.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tritium.core.errors import TritiumError
+
+Parameters = dict[str, Any]
+
+
+@dataclass(slots=True)
+class InputTensor:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: np.ndarray
+    parameters: Parameters = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RequestedOutput:
+    name: str
+    parameters: Parameters = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class OutputTensor:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    data: np.ndarray
+    parameters: Parameters = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class InferRequest:
+    """One inference request as the service sees it.
+
+    ``outputs`` is None when the client did not name any (all outputs are returned).
+    ``model_version`` is "" for the default version per the model's version policy.
+    """
+
+    model_name: str
+    model_version: str = ""
+    id: str = ""
+    inputs: list[InputTensor] = field(default_factory=list)
+    outputs: list[RequestedOutput] | None = None
+    parameters: Parameters = field(default_factory=dict)
+    correlation_id: int | str = 0
+    flags: int = 0
+    priority: int = 0
+    timeout_us: int = 0
+    # Filled by the service once the request is accepted.
+    arrival_ns: int = 0
+    batch_size: int = 1
+
+
+@dataclass(slots=True)
+class InferResponse:
+    model_name: str
+    model_version: str
+    id: str = ""
+    outputs: list[OutputTensor] = field(default_factory=list)
+    parameters: Parameters = field(default_factory=dict)
+    error: TritiumError | None = None

@@ -1,0 +1,1 @@
+"""L5: network frontends (HTTP/REST, gRPC, metrics): thin adapters over the service layer."""

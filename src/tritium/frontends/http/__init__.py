@@ -1,0 +1,43 @@
+"""HTTP/REST frontend: KServe v2 + Triton's binary tensor extension on asyncio + httptools.
+
+A thin adapter: parse the request, call the :class:`InferenceService`, encode the
+answer, map errors to Triton's status codes. The codec modules (``infer_decode``,
+``infer_encode``, ``json_tensors``) are sans-IO and testable byte for byte.
+"""
+
+from tritium.frontends.http.infer_decode import (
+    OutputPref,
+    OutputPrefs,
+    decode_infer_request,
+    decode_raw_request,
+    parse_header_length,
+)
+from tritium.frontends.http.infer_encode import ClassificationContext, encode_infer_response
+from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_response, json_response
+from tritium.frontends.http.router import Match, Router
+from tritium.frontends.http.server import DEFAULT_MAX_INPUT_SIZE, HttpServer, start_http_server
+from tritium.frontends.http.service_api import ClassificationLabels, InferenceService
+from tritium.frontends.http.status import HTTP_STATUS, status_for
+
+__all__ = [
+    "DEFAULT_MAX_INPUT_SIZE",
+    "HTTP_STATUS",
+    "ClassificationContext",
+    "ClassificationLabels",
+    "HttpRequest",
+    "HttpResponse",
+    "HttpServer",
+    "InferenceService",
+    "Match",
+    "OutputPref",
+    "OutputPrefs",
+    "Router",
+    "decode_infer_request",
+    "decode_raw_request",
+    "encode_infer_response",
+    "error_response",
+    "json_response",
+    "parse_header_length",
+    "start_http_server",
+    "status_for",
+]

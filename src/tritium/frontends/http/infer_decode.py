@@ -1,0 +1,457 @@
+"""Sans-IO decoding of a KServe v2 infer request body into an :class:`InferRequest`.
+
+Two forms, as Triton's HTTP endpoint accepts them:
+
+- JSON header of ``header_length`` bytes, then binary tensor data for the inputs that
+  carry ``parameters.binary_data_size``, back to back in input order (the binary tensor
+  extension). Binary inputs become numpy views over the body, not copies.
+- Raw body (``Inference-Header-Content-Length: 0``): the whole body is the single
+  input of the model; name, type and shape come from the model configuration.
+
+Every size is checked against the bytes actually present before anything is
+allocated, so a hostile shape answers 400 instead of exhausting memory.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+import orjson
+
+from tritium.core import datatypes
+from tritium.core.errors import InvalidArgument
+from tritium.core.types import InferRequest, InputTensor, RequestedOutput
+from tritium.frontends.http.json_tensors import decode_json_data
+
+FLAG_SEQUENCE_START = 1
+FLAG_SEQUENCE_END = 2
+
+_INT64_MAX = 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+_U32 = struct.Struct("<I")
+_CONTENT_FIELDS_MSG = (
+    "Input must set only one of the following fields: 'data', 'binary_data_size' in "
+    "'parameters', 'shared_memory_region' in 'parameters'. But"
+)
+# Placeholder data of inputs whose bytes live in a shared-memory region.
+_EMPTY = np.empty(0, dtype=np.uint8)
+_EMPTY.flags.writeable = False
+
+
+@dataclass(frozen=True, slots=True)
+class OutputPref:
+    """How the client wants one output returned."""
+
+    binary: bool = False
+    class_count: int = 0
+    shared_memory: bool = False
+
+
+@dataclass(slots=True)
+class OutputPrefs:
+    """Output preferences of a request: explicit per-output ones, and the default for
+    outputs the request did not name (``binary_data_output``; binary for raw bodies).
+    """
+
+    default_binary: bool = False
+    by_name: dict[str, OutputPref] = field(default_factory=dict)
+
+    def get(self, name: str) -> OutputPref:
+        pref = self.by_name.get(name)
+        if pref is None:
+            return _BINARY if self.default_binary else _JSON
+        return pref
+
+    @property
+    def wants_classification(self) -> bool:
+        return any(p.class_count for p in self.by_name.values())
+
+
+_JSON = OutputPref()
+_BINARY = OutputPref(binary=True)
+
+
+# ----------------------------------------------------------------------- helpers
+
+
+def _not_member(key: str, what: str = "") -> InvalidArgument:
+    return InvalidArgument(
+        f"Unable to parse '{key}': attempt to access non-existing object member '{key}'{what}"
+    )
+
+
+def _wrong_kind(key: str, kind: str, prefix: str = "Unable to parse") -> InvalidArgument:
+    return InvalidArgument(f"{prefix} '{key}': attempt to access JSON {kind}")
+
+
+_NOT_STR = "non-string as string"
+_NOT_ARRAY = "non-array as array"
+_NOT_OBJECT = "non-object as object"
+_NOT_UINT = "non-unsigned-integer as unsigned-integer"
+_NOT_BOOL = "non-boolean as boolean"
+
+
+def _is_uint(v: object) -> bool:
+    return type(v) is int and 0 <= v <= _UINT64_MAX
+
+
+def _get_str(obj: dict, key: str) -> str:
+    v = obj.get(key)
+    if type(v) is str:
+        return v
+    raise _not_member(key) if key not in obj else _wrong_kind(key, _NOT_STR)
+
+
+def _get_object(obj: dict, key: str) -> dict:
+    v = obj.get(key)
+    if type(v) is dict:
+        return v
+    raise _not_member(key) if key not in obj else _wrong_kind(key, _NOT_OBJECT)
+
+
+def parse_header_length(value: str | None, body_length: int) -> int:
+    """The JSON header length from ``Inference-Header-Content-Length``.
+
+    Absent: the whole body is JSON. 0: the body is a raw tensor. Otherwise it must be
+    a whole number no larger than the body.
+    """
+    if value is None:
+        return body_length
+    text = value.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit()):
+        raise InvalidArgument(f"Unable to parse Inference-Header-Content-Length, got: {value}")
+    length = int(text)
+    if length < 0 or length > body_length:
+        raise InvalidArgument(
+            f"inference header size should be in range (0, {body_length}), got: {value}"
+        )
+    return length
+
+
+def _shape(inp: dict, name: str) -> tuple[tuple[int, ...], int]:
+    """The input's shape and element count (exact: Python ints never overflow)."""
+    if "shape" not in inp:
+        raise _not_member("shape")
+    dims = inp["shape"]
+    if type(dims) is not list:
+        raise _wrong_kind("shape", _NOT_ARRAY)
+    count = 1
+    for d in dims:
+        if type(d) is not int or d < 0 or d > _INT64_MAX:
+            raise InvalidArgument(
+                f"Unable to parse 'shape': attempt to access JSON {_NOT_UINT} for input '{name}'"
+            )
+        count *= d
+    return tuple(dims), count
+
+
+def deserialize_bytes(buffer: bytes | memoryview, count: int, name: str, model: str) -> np.ndarray:
+    """Triton's length-prefixed BYTES elements to a flat object array of ``count``."""
+    view = memoryview(buffer)
+    total = len(view)
+    items: list[bytes] = []
+    offset = 0
+    unpack = _U32.unpack_from
+    while offset < total:
+        if total - offset < 4:
+            raise InvalidArgument(
+                f"incomplete string length indicator for inference input '{name}' for model "
+                f"'{model}', expecting 4 bytes but only {total - offset} bytes available. "
+                "Please make sure the string length indicator is in one buffer."
+            )
+        (length,) = unpack(view, offset)
+        offset += 4
+        if length > total - offset:
+            raise InvalidArgument(
+                f"incomplete string data for inference input '{name}', expecting string of "
+                f"length {length} but only {total - offset} bytes available"
+            )
+        items.append(bytes(view[offset : offset + length]))
+        offset += length
+    if len(items) != count:
+        if len(items) > count:
+            raise InvalidArgument(
+                f"unexpected number of string elements {len(items)} for inference input "
+                f"'{name}' for model '{model}', expecting {count}"
+            )
+        raise InvalidArgument(
+            f"expected {count} string elements for inference input '{name}' for model "
+            f"'{model}', got {len(items)}"
+        )
+    out = np.empty(count, dtype=np.object_)
+    out[:] = items
+    return out
+
+
+def tensor_from_bytes(
+    name: str,
+    model: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    count: int,
+    buffer: bytes | memoryview,
+) -> np.ndarray:
+    """An array over ``buffer`` (a view, no copy) after checking its size."""
+    if datatype == "BYTES":
+        return deserialize_bytes(buffer, count, name, model).reshape(shape)
+    size = len(buffer)
+    expected = count * datatypes.element_size(datatype)
+    if size != expected:
+        raise InvalidArgument(
+            f"input byte size mismatch for input '{name}' for model '{model}'. "
+            f"Expected {expected}, got {size}"
+        )
+    return np.frombuffer(buffer, dtype=datatypes.raw_dtype(datatype), count=count).reshape(shape)
+
+
+# ------------------------------------------------------------------ parameters
+
+
+def _apply_parameters(params: object, request: InferRequest, prefs: OutputPrefs) -> None:
+    if type(params) is not dict:
+        raise InvalidArgument(
+            "failed to get request params.: attempt to get members for non-object"
+        )
+    kept: dict = {}
+    flags = 0
+    for key, value in params.items():
+        if key == "sequence_id":
+            if _is_uint(value) or type(value) is str:
+                request.correlation_id = value
+            else:
+                raise _wrong_kind("sequence_id", _NOT_STR)
+        elif key == "sequence_start" or key == "sequence_end":
+            if type(value) is not bool:
+                raise _wrong_kind(key, _NOT_BOOL)
+            if value:
+                flags |= FLAG_SEQUENCE_START if key == "sequence_start" else FLAG_SEQUENCE_END
+        elif key == "priority" or key == "timeout":
+            if not _is_uint(value):
+                raise _wrong_kind(key, _NOT_UINT)
+            if key == "priority":
+                request.priority = value
+            else:
+                request.timeout_us = value
+        elif key == "binary_data_output":
+            if type(value) is not bool:
+                raise _wrong_kind(key, _NOT_BOOL)
+            prefs.default_binary = value
+        elif key.startswith("triton_"):
+            raise InvalidArgument(
+                "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                "should not be specified."
+            )
+        elif type(value) in (str, int, bool, float):
+            kept[key] = value
+        else:
+            raise InvalidArgument(
+                f"parameter '{key}' has invalid type. It should be either 'int', 'bool', or "
+                "'string'."
+            )
+    request.flags = flags
+    request.parameters = kept
+
+
+def _apply_outputs(outputs: object, request: InferRequest, prefs: OutputPrefs) -> None:
+    if type(outputs) is not list:
+        raise _wrong_kind("outputs", _NOT_ARRAY)
+    requested: list[RequestedOutput] = []
+    for out in outputs:
+        if type(out) is not dict:
+            raise _not_member("name")
+        params = out.get("parameters", {})
+        if type(params) is not dict:
+            raise _wrong_kind("parameters", _NOT_OBJECT)
+        shm = "shared_memory_region" in params
+        binary = params.get("binary_data", False)
+        if type(binary) is not bool:
+            raise _wrong_kind("binary_data", _NOT_BOOL)
+        if shm and "classification" in params:
+            raise InvalidArgument(
+                "Output can't set both 'shared_memory_region' and 'classification'"
+            )
+        if shm and binary:
+            raise InvalidArgument("Output can't set both 'shared_memory_region' and 'binary_data'")
+        name = _get_str(out, "name")
+        classes = params.get("classification", 0)
+        if not _is_uint(classes):
+            raise _wrong_kind("classification", _NOT_UINT, "Unable to set")
+        # Triton keeps the first entry of a repeated output name.
+        if name not in prefs.by_name:
+            prefs.by_name[name] = OutputPref(binary, classes, shm)
+            requested.append(RequestedOutput(name, dict(params)))
+    request.outputs = requested
+
+
+# ---------------------------------------------------------------------- inputs
+
+
+def _check_content_fields(has_data: bool, has_binary: bool, has_shm: bool) -> None:
+    """Exactly one of data, binary data and shared memory must carry an input."""
+    if has_data + has_binary + has_shm == 1:
+        return
+    if not (has_data or has_binary or has_shm):
+        raise InvalidArgument(f"{_CONTENT_FIELDS_MSG} no field is set")
+    which = [
+        f"'{key}'"
+        for key, on in (
+            ("data", has_data),
+            ("binary_data_size", has_binary),
+            ("shared_memory_region", has_shm),
+        )
+        if on
+    ]
+    raise InvalidArgument(f"{_CONTENT_FIELDS_MSG} set {' '.join(which)}")
+
+
+def _decode_inputs(
+    inputs: object, request: InferRequest, body: bytes, offset: int
+) -> list[InputTensor]:
+    model = request.model_name
+    if type(inputs) is not list:
+        raise _wrong_kind("inputs", _NOT_ARRAY)
+    end = len(body)
+    view = memoryview(body)
+    pending: list[tuple[InputTensor, int, memoryview]] = []
+    tensors: list[InputTensor] = []
+    for inp in inputs:
+        if type(inp) is not dict:
+            inp = {}
+        params = inp.get("parameters")
+        if params is None:
+            # the common JSON-data input: no parameters to look at
+            has_binary = has_shm = False
+            if "data" not in inp:
+                raise InvalidArgument(f"{_CONTENT_FIELDS_MSG} no field is set")
+        else:
+            if type(params) is not dict:
+                raise _wrong_kind("parameters", _NOT_OBJECT)
+            has_binary = "binary_data_size" in params
+            has_shm = "shared_memory_region" in params
+            _check_content_fields("data" in inp, has_binary, has_shm)
+        name = inp.get("name")
+        if type(name) is not str:
+            name = _get_str(inp, "name")
+        datatype = inp.get("datatype")
+        if type(datatype) is not str:
+            datatype = _get_str(inp, "datatype")
+        shape, count = _shape(inp, name)
+        if not datatypes.is_valid(datatype):
+            raise InvalidArgument(f"invalid datatype for input {name}")
+        if params:
+            extra = {k: v for k, v in params.items() if k != "binary_data_size"}
+        else:
+            extra = {}
+        if has_binary:
+            size = params["binary_data_size"]
+            if not _is_uint(size):
+                raise _wrong_kind("binary_data_size", _NOT_UINT)
+            if size > end - offset:
+                raise InvalidArgument(
+                    f"unexpected size for input '{name}', expecting "
+                    f"{size - (end - offset)} additional bytes for model '{model}'"
+                )
+            tensor = InputTensor(name, datatype, shape, _EMPTY, extra)
+            pending.append((tensor, count, view[offset : offset + size]))
+            offset += size
+        elif has_shm:
+            # The service owns shared-memory regions; it fills ``data`` from them.
+            tensor = InputTensor(name, datatype, shape, _EMPTY, extra)
+        else:
+            data = decode_json_data(name, model, datatype, shape, count, inp["data"])
+            tensor = InputTensor(name, datatype, shape, data, extra)
+        tensors.append(tensor)
+    if offset != end:
+        raise InvalidArgument(f"unexpected additional input data for model '{model}'")
+    if len(tensors) > 1 and len({t.name for t in tensors}) != len(tensors):
+        seen: set[str] = set()
+        for t in tensors:
+            if t.name in seen:
+                raise InvalidArgument(f"input '{t.name}' already exists in request")
+            seen.add(t.name)
+    for tensor, count, chunk in pending:
+        tensor.data = tensor_from_bytes(
+            tensor.name, model, tensor.datatype, tensor.shape, count, chunk
+        )
+    return tensors
+
+
+def decode_infer_request(
+    model_name: str, model_version: str, body: bytes, header_length: int
+) -> tuple[InferRequest, OutputPrefs]:
+    """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``."""
+    try:
+        doc = orjson.loads(memoryview(body)[:header_length] if header_length != len(body) else body)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidArgument(f"failed to parse the request JSON buffer: {exc}") from None
+    if type(doc) is not dict:
+        raise _not_member("inputs")
+    request = InferRequest(model_name, model_version)
+    prefs = OutputPrefs()
+    if "id" in doc:
+        request.id = _get_str(doc, "id")
+    if "parameters" in doc:
+        _apply_parameters(doc["parameters"], request, prefs)
+    if "inputs" not in doc:
+        raise _not_member("inputs")
+    request.inputs = _decode_inputs(doc["inputs"], request, body, header_length)
+    if "outputs" in doc:
+        _apply_outputs(doc["outputs"], request, prefs)
+    return request, prefs
+
+
+def decode_raw_request(
+    model_name: str, model_version: str, body: bytes, config: dict
+) -> tuple[InferRequest, OutputPrefs]:
+    """Decode a raw-tensor body for the model's single input (Triton's deduction).
+
+    ``config`` is the model configuration JSON (``input``, ``max_batch_size``). Outputs
+    of a raw request come back binary, as Triton returns them.
+    """
+    inputs = config.get("input") or []
+    if len(inputs) != 1:
+        raise InvalidArgument(
+            f"Raw request must only have 1 input (found 1) to be deduced but got "
+            f"{len(inputs)} inputs in '{model_name}' model configuration"
+        )
+    spec = inputs[0]
+    name = spec.get("name", "")
+    datatype = datatypes.config_to_wire(spec.get("data_type", ""))
+    if not datatypes.is_valid(datatype):
+        raise InvalidArgument(f"invalid datatype for input {name}")
+    shape = [1] if int(config.get("max_batch_size", 0) or 0) != 0 else []
+    dynamic = -1
+    fixed = 1
+    for d in spec.get("dims", []):
+        d = int(d)
+        if d == -1:
+            if dynamic != -1:
+                raise InvalidArgument(
+                    f"The shape of the raw input '{name}' can not be deduced because there "
+                    "are more than one variable-sized dimension"
+                )
+            dynamic = len(shape)
+        else:
+            fixed *= d
+        shape.append(d)
+    if datatype == "BYTES":
+        if dynamic != -1 or fixed != 1:
+            raise InvalidArgument(
+                f"For BYTE datatype raw input '{name}', the model must have input shape [1]"
+            )
+        data = np.empty(1, dtype=np.object_)
+        data[0] = bytes(body)
+        tensor = InputTensor(name, datatype, tuple(shape), data.reshape(shape))
+    else:
+        if dynamic != -1:
+            unit = fixed * datatypes.element_size(datatype)
+            shape[dynamic] = len(body) // unit if unit else 0
+        count = 1
+        for d in shape:
+            count *= d
+        data = tensor_from_bytes(name, model_name, datatype, tuple(shape), count, body)
+        tensor = InputTensor(name, datatype, tuple(shape), data)
+    request = InferRequest(model_name, model_version, inputs=[tensor])
+    return request, OutputPrefs(default_binary=True)

@@ -1,0 +1,144 @@
+"""Sans-IO encoding of an :class:`InferResponse` into a KServe v2 HTTP body.
+
+The JSON header has Triton's key order (``id`` when set, ``model_name``,
+``model_version``, ``parameters`` when any, ``outputs``); each output is ``name``,
+``datatype``, ``shape`` then either ``data`` or ``parameters.binary_data_size``.
+Binary outputs follow the header in output order; the caller then sends
+``Inference-Header-Content-Length`` with the header's length.
+"""
+
+from __future__ import annotations
+
+import secrets
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+
+from tritium.core import datatypes
+from tritium.core.errors import InternalError, Unsupported
+from tritium.core.types import InferResponse
+from tritium.frontends.http.classification import top_k
+from tritium.frontends.http.infer_decode import OutputPrefs
+from tritium.frontends.http.json_tensors import encode_json_data, nonfinite_json
+
+_DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
+_U32 = struct.Struct("<I").pack
+# Marks where prepared JSON text goes; random so output strings cannot forge it.
+_MARK = secrets.token_hex(8)
+
+
+@dataclass(frozen=True, slots=True)
+class ClassificationContext:
+    """What classification needs to know about the model: whether its first dimension
+    is the batch (``max_batch_size > 0``) and the labels of an output, if any."""
+
+    batched: bool = False
+    labels: Callable[[str], Sequence[str] | None] | None = None
+
+
+def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
+    if datatype == "BYTES":
+        return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
+    flat = np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).reshape(-1)
+    if flat.size == 0:
+        return b""
+    return memoryview(flat).cast("B")
+
+
+def _strings_bytes(strings: list[str]) -> bytes:
+    parts: list[bytes] = []
+    for s in strings:
+        b = s.encode("utf-8")
+        parts.append(_U32(len(b)))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def _parameters(params: dict) -> dict:
+    for key, value in params.items():
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            raise Unsupported(
+                f"Response parameter '{key}' of type 'TRITONSERVER_PARAMETER_BYTES' is not "
+                "currently supported"
+            )
+    return params
+
+
+def encode_infer_response(
+    response: InferResponse,
+    prefs: OutputPrefs,
+    *,
+    request_id: str = "",
+    classification: ClassificationContext | None = None,
+) -> tuple[list[bytes | memoryview], int | None]:
+    """Return the body chunks and the JSON header length (None without binary data)."""
+    doc: dict = {}
+    rid = response.id or request_id
+    if rid:
+        doc["id"] = rid
+    doc["model_name"] = response.model_name
+    doc["model_version"] = response.model_version
+    if response.parameters:
+        doc["parameters"] = _parameters(response.parameters)
+    outputs: list[dict] = []
+    binaries: list[bytes | memoryview] = []
+    floats: list[dict] = []
+    for out in response.outputs:
+        pref = prefs.get(out.name)
+        datatype = out.datatype
+        shape = [int(d) for d in out.shape]
+        array = out.data
+        count = 1
+        for d in shape:
+            count *= d
+        if array is None or np.size(array) != count:
+            raise InternalError(
+                f"output tensor shape does not match size of output for '{out.name}'"
+            )
+        strings: list[str] | None = None
+        if pref.class_count:
+            ctx = classification or ClassificationContext()
+            labels = ctx.labels(out.name) if ctx.labels is not None else None
+            shape, strings = top_k(datatype, array, pref.class_count, ctx.batched, labels)
+            datatype = "BYTES"
+        entry: dict = {"name": out.name, "datatype": datatype, "shape": shape}
+        if pref.shared_memory:
+            pass  # the data went to the client's region
+        elif pref.binary:
+            raw = _strings_bytes(strings) if strings is not None else _raw_bytes(datatype, array)
+            size = len(raw)
+            entry["parameters"] = {"binary_data_size": size}
+            if size:
+                binaries.append(raw)
+        elif strings is not None:
+            entry["data"] = strings
+        else:
+            entry["data"] = encode_json_data(out.name, datatype, array)
+            if datatype == "FP32" or datatype == "FP64":
+                floats.append(entry)
+        outputs.append(entry)
+    doc["outputs"] = outputs
+    header = orjson.dumps(doc, option=_DUMPS_OPTIONS)
+    if floats and b"null" in header:
+        header = _with_nonfinite(doc, floats)
+    if binaries:
+        return [header, *binaries], len(header)
+    return [header], None
+
+
+def _with_nonfinite(doc: dict, floats: list[dict]) -> bytes:
+    """Re-encode ``doc`` with NaN/Infinity spelled as Triton does (orjson writes null)."""
+    prepared: list[bytes] = []
+    for entry in floats:
+        text = nonfinite_json(entry["data"])
+        if text is not None:
+            entry["data"] = f"\x00{_MARK}-{len(prepared)}\x00"
+            prepared.append(text)
+    header = orjson.dumps(doc, option=_DUMPS_OPTIONS)
+    for i, text in enumerate(prepared):
+        marker = f'"\\u0000{_MARK}-{i}\\u0000"'.encode()
+        header = header.replace(marker, text, 1)
+    return header

@@ -1,0 +1,175 @@
+"""Tensor data in JSON: the ``data`` field of an input to numpy, and numpy to ``data``.
+
+Input rules follow Triton's HTTP endpoint: ``data`` may be flat or nested (nesting
+is flattened in row-major order); BOOL takes only true/false, integer types only
+integers (wrapping to the type's width as Triton does), FP32/FP64 integers or floats,
+BYTES strings (sent UTF-8 encoded); FP16 and BF16 are binary-only. Element types are
+checked in one pass over the flat list before anything is converted.
+"""
+
+from __future__ import annotations
+
+from array import array
+from itertools import chain
+
+import numpy as np
+import orjson
+
+from tritium.core import datatypes
+from tritium.core.errors import InvalidArgument
+
+_SIGNED = {"INT8", "INT16", "INT32", "INT64"}
+_UNSIGNED = {"UINT8", "UINT16", "UINT32", "UINT64"}
+_FLOATS = {"FP32", "FP64"}
+_INT_ONLY = frozenset({int})
+_NUMBER = frozenset({int, float})
+_BOOL_ONLY = frozenset({bool})
+_STR_ONLY = frozenset({str})
+
+# Triton's JSON reader wording for a value of the wrong kind.
+_KIND_ERROR = {
+    "BOOL": "attempt to access JSON non-boolean as boolean",
+    "signed": "attempt to access JSON non-signed-integer as signed-integer",
+    "unsigned": "attempt to access JSON non-unsigned-integer as unsigned-integer",
+    "float": "attempt to access JSON non-number as double",
+}
+
+
+def flatten(data: list) -> tuple[list, frozenset[type]]:
+    """Row-major flattening of arbitrarily nested lists (iterative: no recursion).
+
+    Returns the flat list and the set of its element types.
+    """
+    while True:
+        types = frozenset(map(type, data))
+        if list not in types:
+            return data, types
+        data = list(chain.from_iterable(x if type(x) is list else (x,) for x in data))
+
+
+def _bad_kind(name: str, kind: str) -> InvalidArgument:
+    return InvalidArgument(f"Unable to parse 'data': {_KIND_ERROR[kind]} for input '{name}'")
+
+
+def _count_error(name: str, model: str, datatype: str, count: int, got: int) -> InvalidArgument:
+    if datatype == "BYTES":  # Triton's wording for strings
+        if got > count:
+            return InvalidArgument(
+                f"unexpected number of string elements {got} for inference input "
+                f"'{name}' for model '{model}', expecting {count}"
+            )
+        return InvalidArgument(
+            f"expected {count} string elements for inference input '{name}' for model "
+            f"'{model}', got {got}"
+        )
+    return InvalidArgument(
+        "Unable to parse 'data': Shape does not match true shape of 'data' field "
+        f"for input '{name}' (expected {count} elements, got {got})"
+    )
+
+
+def _as_float(flat: list, datatype: str, name: str) -> np.ndarray:
+    try:
+        if datatype == "FP32":
+            # array('f') saturates out-of-range values to +-inf (Triton's double->float
+            # cast does the same) without numpy's overflow warning.
+            return np.frombuffer(array("f", flat), dtype=np.float32)
+        return np.array(flat, dtype=np.float64)
+    except OverflowError:  # an integer beyond the double range
+        raise _bad_kind(name, "float") from None
+
+
+def decode_json_data(
+    name: str, model: str, datatype: str, shape: tuple[int, ...], count: int, data: object
+) -> np.ndarray:
+    """Convert an input's JSON ``data`` to an array of ``shape`` (``count`` elements)."""
+    if datatype == "FP16" or datatype == "BF16":
+        raise InvalidArgument(
+            f"receiving {datatype} data via JSON is not supported. Please use the "
+            f"binary data format for input {name}"
+        )
+    if type(data) is not list:
+        raise InvalidArgument(
+            f"Unable to parse 'data': attempt to access JSON non-array as array for input '{name}'"
+        )
+    flat, types = flatten(data)
+    if len(flat) != count:
+        raise _count_error(name, model, datatype, count, len(flat))
+    if count == 0:
+        return np.empty(shape, dtype=datatypes.numpy_dtype(datatype))
+    if datatype == "FP32" or datatype == "FP64":
+        if not types <= _NUMBER:
+            raise _bad_kind(name, "float")
+        out = _as_float(flat, datatype, name)
+    elif datatype in _SIGNED or datatype in _UNSIGNED:
+        signed = datatype in _SIGNED
+        if not types <= _INT_ONLY:
+            raise _bad_kind(name, "signed" if signed else "unsigned")
+        try:
+            out = np.array(flat, dtype=np.int64 if signed else np.uint64)
+        except OverflowError:
+            raise _bad_kind(name, "signed" if signed else "unsigned") from None
+        if datatype != "INT64" and datatype != "UINT64":
+            # Narrower types wrap like Triton's C casts (INT8 300 -> 44).
+            out = out.astype(datatypes.numpy_dtype(datatype))
+    elif datatype == "BOOL":
+        if not types <= _BOOL_ONLY:
+            raise _bad_kind(name, "BOOL")
+        out = np.array(flat, dtype=np.bool_)
+    elif datatype == "BYTES":
+        if not types <= _STR_ONLY:
+            raise InvalidArgument(
+                "Unable to parse JSON bytes array: attempt to access JSON non-string as "
+                f"string for input '{name}'"
+            )
+        out = np.empty(count, dtype=np.object_)
+        out[:] = [s.encode("utf-8") for s in flat]
+    else:
+        raise InvalidArgument(f"invalid datatype for input {name}")
+    return out if len(shape) == 1 else out.reshape(shape)
+
+
+def _to_text(item: object) -> str:
+    if isinstance(item, bytes):
+        try:
+            return item.decode("utf-8")
+        except UnicodeDecodeError:
+            # JSON text must be valid UTF-8; binary output keeps the exact bytes.
+            return item.decode("utf-8", "replace")
+    if isinstance(item, str):
+        return item
+    return str(item)
+
+
+def encode_json_data(name: str, datatype: str, array: np.ndarray) -> np.ndarray | list[str]:
+    """The JSON ``data`` of an output: a flat numpy array orjson can write, or a list
+    of str for BYTES. orjson writes NaN and infinities as ``null``; see
+    :func:`nonfinite_json` for Triton's spelling of them.
+    """
+    if datatype == "BYTES":
+        return [_to_text(x) for x in array.reshape(-1).tolist()]
+    if datatype == "FP16" or datatype == "BF16":
+        raise InvalidArgument(
+            f"sending {datatype} data via JSON is not supported. Please use the binary "
+            "data format for output"
+        )
+    if datatype == "FP32":
+        # Written as the double of each float, digit for digit what Triton writes
+        # (0.1f -> 0.10000000149011612).
+        return np.asarray(array, dtype=np.float32).reshape(-1).astype(np.float64)
+    return np.ascontiguousarray(array, dtype=datatypes.numpy_dtype(datatype)).reshape(-1)
+
+
+def nonfinite_json(flat: np.ndarray) -> bytes | None:
+    """JSON array text of a float array holding NaN or infinities, spelled as Triton
+    (RapidJSON) writes them: ``NaN``, ``Infinity``, ``-Infinity``; None when all finite.
+    """
+    finite = np.isfinite(flat)
+    if finite.all():
+        return None
+    tokens = orjson.dumps(np.where(finite, flat, 0), option=orjson.OPT_SERIALIZE_NUMPY)
+    parts = tokens[1:-1].split(b",")
+    for i in np.flatnonzero(~finite).tolist():
+        v = flat[i]
+        parts[i] = b"NaN" if v != v else (b"Infinity" if v > 0 else b"-Infinity")
+    return b"[" + b",".join(parts) + b"]"

@@ -1,0 +1,329 @@
+"""HTTP/1.1 connections on an ``asyncio.Protocol`` with the httptools parser.
+
+One protocol object per connection. Requests are parsed as bytes arrive, routed, and
+handled; synchronous handlers answer at once, coroutine handlers run as tasks.
+Pipelined requests are answered strictly in request order whatever order their
+handlers finish in. Reading pauses while too many requests are queued or while the
+transport's write buffer is full, and resumes when both drain. Each response is one
+``transport.write``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable
+
+import httptools
+
+from tritium.frontends.http.compression import too_large_message
+from tritium.frontends.http.messages import (
+    METHOD_NOT_ALLOWED,
+    NOT_FOUND,
+    HttpRequest,
+    HttpResponse,
+    error_response,
+)
+from tritium.frontends.http.router import Router
+from tritium.frontends.http.status import STATUS_LINES, status_line
+
+logger = logging.getLogger("tritium.frontends.http")
+
+MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_PIPELINE = 32
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+
+
+class _Slot:
+    """One request's place in the connection's response order."""
+
+    __slots__ = ("keep_alive", "http10", "response", "task")
+
+    def __init__(self, keep_alive: bool, http10: bool) -> None:
+        self.keep_alive = keep_alive
+        self.http10 = http10
+        self.response: HttpResponse | None = None
+        self.task: asyncio.Task | None = None
+
+
+class HttpProtocol(asyncio.Protocol):
+    def __init__(
+        self,
+        router: Router,
+        connections: set[HttpProtocol],
+        *,
+        max_input_size: int,
+        max_pipeline: int = DEFAULT_MAX_PIPELINE,
+    ) -> None:
+        self._router = router
+        self._connections = connections
+        self._max_input_size = max_input_size
+        self._max_pipeline = max_pipeline
+        self._loop = asyncio.get_running_loop()
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._queue: deque[_Slot] = deque()
+        self._debug = logger.isEnabledFor(logging.DEBUG)
+        # per-request parse state
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._header_bytes = 0
+        self._body: list[bytes] = []
+        self._body_size = 0
+        self._too_large = False
+        self._in_message = False
+        # connection state
+        self._stop_parsing = False
+        self._draining = False
+        self._write_paused = False
+        self._read_paused = False
+        self.closed: asyncio.Future[None] = self._loop.create_future()
+
+    # ---------------------------------------------------------------- transport
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self._connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._connections.discard(self)
+        self._stop_parsing = True
+        for slot in self._queue:
+            if slot.task is not None:
+                slot.task.cancel()  # nobody is left to read the answer
+        self._queue.clear()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self._stop_parsing:
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            # The request itself was handled; protocol upgrades are not offered.
+            self._stop_parsing = True
+            self._close_if_idle()
+        except httptools.HttpParserError as exc:
+            # Bytes after a request that closes the connection are ignored, not refused.
+            if not self._stop_parsing:
+                self._fail(f"malformed HTTP request: {exc}")
+
+    def begin_drain(self) -> None:
+        """Finish the requests already received, then close; read no new ones."""
+        self._draining = True
+        if not self._in_message:
+            self._stop_parsing = True
+        self._close_if_idle()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
+
+    # ------------------------------------------------------------ parser events
+
+    def on_message_begin(self) -> None:
+        if self._stop_parsing:
+            return
+        self._in_message = True
+        self._url = b""
+        self._headers = {}
+        self._header_bytes = 0
+        self._body = []
+        self._body_size = 0
+        self._too_large = False
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+        self._header_bytes += len(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._header_bytes += len(name) + len(value)
+        if self._header_bytes > MAX_HEADER_BYTES:
+            if not self._stop_parsing:
+                self._fail("request header too large")
+            return
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        if self._stop_parsing:
+            return
+        length = self._headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > self._max_input_size:
+            self._too_large = True
+        expect = self._headers.get("expect")
+        if expect is not None and expect.lower() == "100-continue" and not self._queue:
+            if not self._too_large:
+                self._transport.write(_CONTINUE)  # type: ignore[union-attr]
+
+    def on_body(self, body: bytes) -> None:
+        if self._too_large or self._stop_parsing:
+            return  # drained and dropped, so the client still reads the answer
+        self._body_size += len(body)
+        if self._body_size > self._max_input_size:
+            self._too_large = True
+            self._body = []
+        else:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        self._in_message = False
+        if self._stop_parsing:
+            return
+        parser = self._parser
+        http10 = parser.get_http_version() == "1.0"
+        keep_alive = parser.should_keep_alive() and not self._draining
+        if not keep_alive:
+            self._stop_parsing = True
+        slot = _Slot(keep_alive, http10)
+        self._queue.append(slot)
+        if self._too_large:
+            size = self._headers.get("content-length")
+            slot.response = error_response(
+                400, too_large_message(int(size) if size else None, self._max_input_size)
+            )
+            slot.response.close = True
+            self._stop_parsing = True
+        else:
+            self._dispatch(slot, parser.get_method().decode("ascii", "replace"))
+        if slot.response is not None and self._queue[0] is slot:
+            self._flush()
+        elif len(self._queue) >= self._max_pipeline:
+            self._update_reading()
+
+    # ---------------------------------------------------------------- handling
+
+    def _dispatch(self, slot: _Slot, method: str) -> None:
+        url = self._url
+        if not url.startswith(b"/"):
+            try:
+                parsed = httptools.parse_url(url)
+                url = (parsed.path or b"/") + (b"?" + parsed.query if parsed.query else b"")
+            except httptools.HttpParserInvalidURLError:
+                url = b"/"
+        path, _, query = url.partition(b"?")
+        path = path.partition(b"#")[0].decode("latin-1")
+        match = self._router.match(method, path)
+        handler = match.handler
+        if handler is None:
+            slot.response = NOT_FOUND if match.status == 404 else METHOD_NOT_ALLOWED
+            return
+        body = self._body
+        request = HttpRequest(
+            method,
+            path,
+            query.decode("latin-1"),
+            self._headers,
+            body[0] if len(body) == 1 else b"".join(body),
+            slot.http10,
+        )
+        self._body = []
+        try:
+            result = handler(request, match.params)
+        except Exception as exc:
+            logger.error("unexpected error handling %s %s", method, path, exc_info=exc)
+            result = error_response(500, "internal error")
+        if isinstance(result, HttpResponse):
+            slot.response = result
+        else:
+            slot.task = self._loop.create_task(self._complete(slot, result))
+        if self._debug:
+            logger.debug("HTTP request: %s %s", method, path)
+
+    async def _complete(self, slot: _Slot, pending: Awaitable[HttpResponse]) -> None:
+        try:
+            response = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.error("unexpected error in an HTTP handler", exc_info=exc)
+            response = error_response(500, "internal error")
+        slot.task = None
+        slot.response = response
+        if self._queue and self._queue[0] is slot:
+            self._flush()
+
+    def _fail(self, message: str) -> None:
+        """Answer a malformed request with 400 after the ones before it, then close."""
+        self._stop_parsing = True
+        slot = _Slot(False, False)
+        slot.response = error_response(400, message)
+        self._queue.append(slot)
+        if self._queue[0] is slot:
+            self._flush()
+
+    # ----------------------------------------------------------------- writing
+
+    def _flush(self) -> None:
+        queue = self._queue
+        while queue and queue[0].response is not None:
+            if not self._write(queue.popleft()):
+                self._transport.close()  # type: ignore[union-attr]
+                return
+        self._update_reading()
+        self._close_if_idle()
+
+    def _write(self, slot: _Slot) -> bool:
+        """Write one response; False when the connection must close after it."""
+        response = slot.response
+        assert response is not None
+        keep = slot.keep_alive and not response.close
+        if keep and self._draining and not self._queue and not self._in_message:
+            keep = False
+        body = response.body
+        parts: list[bytes | memoryview] = [
+            STATUS_LINES.get((response.status, slot.http10))
+            or status_line(response.status, slot.http10)
+        ]
+        if response.content_type is not None:
+            parts.append(b"Content-Type: " + response.content_type + b"\r\n")
+        if response.headers:
+            for name, value in response.headers:
+                parts.append(name + b": " + value + b"\r\n")
+        if type(body) is bytes:
+            size = len(body)
+        else:
+            size = sum(len(chunk) for chunk in body)
+        parts.append(b"Content-Length: %d\r\n" % size)
+        if not keep:
+            parts.append(b"Connection: close\r\n\r\n")
+        elif slot.http10:
+            parts.append(b"Connection: keep-alive\r\n\r\n")
+        else:
+            parts.append(b"\r\n")
+        if type(body) is bytes:
+            parts.append(body)
+        else:
+            parts.extend(body)
+        self._transport.write(b"".join(parts))  # type: ignore[union-attr]
+        return keep
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        pause = self._write_paused or len(self._queue) >= self._max_pipeline
+        if pause != self._read_paused:
+            self._read_paused = pause
+            if pause:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
+
+    def _close_if_idle(self) -> None:
+        if (
+            self._stop_parsing
+            and not self._queue
+            and not self._in_message
+            and self._transport is not None
+        ):
+            self._transport.close()

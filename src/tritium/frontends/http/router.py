@@ -1,0 +1,121 @@
+"""Method + path routing with typed path parameters, without regular expressions.
+
+Patterns are slash-separated segments; ``{name}`` captures one non-empty segment
+(percent-decoded), ``{name:int}`` captures a segment of ASCII digits only (Triton's
+``[0-9]+`` for versions). A path that matches a pattern registered for other methods
+answers 405, a path that matches nothing answers 404 — as Triton does. Recent lookups
+are cached so the hot path costs one dict lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from tritium.frontends.http.messages import HttpRequest, HttpResponse
+
+Params = dict[str, str]
+Handler = Callable[[HttpRequest, Params], "HttpResponse | Awaitable[HttpResponse]"]
+
+_CACHE_LIMIT = 4096
+_LITERAL, _TEXT, _INT = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """A routing result: ``handler`` is None when ``status`` (404 or 405) applies."""
+
+    handler: Handler | None
+    params: Params
+    status: int = 200
+
+
+_NO_ROUTE = Match(None, {}, 404)
+_WRONG_METHOD = Match(None, {}, 405)
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    segments: tuple[tuple[int, str], ...]
+    handler: Handler
+
+
+def _compile(pattern: str) -> tuple[tuple[int, str], ...]:
+    if not pattern.startswith("/"):
+        raise ValueError(f"route pattern must start with '/': {pattern!r}")
+    out: list[tuple[int, str]] = []
+    for seg in pattern[1:].split("/"):
+        if seg.startswith("{") and seg.endswith("}"):
+            name, _, kind = seg[1:-1].partition(":")
+            if kind not in ("", "int") or not name:
+                raise ValueError(f"bad path parameter {seg!r} in {pattern!r}")
+            out.append((_INT if kind == "int" else _TEXT, name))
+        else:
+            out.append((_LITERAL, seg))
+    return tuple(out)
+
+
+class Router:
+    """Routes ``(method, path)`` to a handler; ``add`` may be called at any time."""
+
+    def __init__(self) -> None:
+        self._by_length: dict[int, list[_Route]] = {}
+        self._cache: dict[tuple[str, str], Match] = {}
+
+    def add(self, method: str, pattern: str, handler: Handler) -> None:
+        """Register ``handler`` for ``method`` (e.g. "GET") on ``pattern``.
+
+        When two patterns match one path, the one with a literal segment where the other
+        has a parameter wins (``/v2/models/stats`` before ``/v2/models/{model}``), then
+        the earlier registration.
+        """
+        segments = _compile(pattern)
+        routes = self._by_length.setdefault(len(segments), [])
+        routes.append(_Route(method.upper(), segments, handler))
+        routes.sort(key=lambda r: [kind != _LITERAL for kind, _ in r.segments])
+        self._cache.clear()
+
+    def match(self, method: str, path: str) -> Match:
+        key = (method, path)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        found = self._match(method, path)
+        if len(self._cache) >= _CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[key] = found
+        return found
+
+    def _match(self, method: str, path: str) -> Match:
+        if not path.startswith("/"):
+            return _NO_ROUTE
+        parts = path[1:].split("/")
+        wrong_method = False
+        for route in self._by_length.get(len(parts), ()):
+            params = _bind(route.segments, parts)
+            if params is None:
+                continue
+            if route.method != method:
+                wrong_method = True
+                continue
+            return Match(route.handler, params)
+        return _WRONG_METHOD if wrong_method else _NO_ROUTE
+
+
+def _bind(segments: tuple[tuple[int, str], ...], parts: list[str]) -> Params | None:
+    params: Params = {}
+    for (kind, text), part in zip(segments, parts, strict=True):
+        if kind == _LITERAL:
+            if part != text:
+                return None
+        elif not part:
+            return None
+        elif kind == _INT:
+            if not (part.isascii() and part.isdigit()):
+                return None
+            params[text] = part
+        else:
+            params[text] = unquote(part) if "%" in part else part
+    return params

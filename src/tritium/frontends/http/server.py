@@ -1,0 +1,112 @@
+"""Starting and stopping the HTTP/REST endpoint.
+
+``start_http_server`` listens on a given socket or on host/port and serves the KServe
+v2 routes of an :class:`InferenceService`; more routes can be added through
+``HttpServer.router`` at any time. ``shutdown`` stops accepting, lets received
+requests finish (up to a timeout), then closes every connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+
+from tritium.frontends.http.handlers import KServeRoutes
+from tritium.frontends.http.protocol import DEFAULT_MAX_PIPELINE, HttpProtocol
+from tritium.frontends.http.router import Router
+from tritium.frontends.http.service_api import InferenceService
+
+logger = logging.getLogger("tritium.frontends.http")
+
+DEFAULT_MAX_INPUT_SIZE = 64 * 2**20
+
+
+class HttpServer:
+    """A running HTTP endpoint."""
+
+    def __init__(
+        self, server: asyncio.AbstractServer, router: Router, connections: set[HttpProtocol]
+    ) -> None:
+        self._server = server
+        self._router = router
+        self._connections = connections
+
+    @property
+    def router(self) -> Router:
+        """Add routes here: ``server.router.add("GET", "/v2/models/stats", handler)``."""
+        return self._router
+
+    @property
+    def sockets(self) -> tuple[socket.socket, ...]:
+        return tuple(self._server.sockets)
+
+    @property
+    def port(self) -> int:
+        return self._server.sockets[0].getsockname()[1]
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    def close(self) -> None:
+        """Stop accepting and close every connection now (in-flight requests are
+        cancelled)."""
+        self._server.close()
+        for conn in list(self._connections):
+            conn.abort()
+
+    async def wait_closed(self) -> None:
+        await self._server.wait_closed()
+        pending = [conn.closed for conn in list(self._connections)]
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop accepting, let received requests finish for up to ``timeout`` seconds,
+        then close whatever is left."""
+        self._server.close()
+        for conn in list(self._connections):
+            conn.begin_drain()
+        pending = [conn.closed for conn in list(self._connections)]
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=timeout)
+            if late:
+                logger.warning("closing %d HTTP connection(s) still busy at shutdown", len(late))
+        self.close()
+        await self.wait_closed()
+
+
+async def start_http_server(
+    service: InferenceService,
+    *,
+    sock: socket.socket | None = None,
+    host: str = "0.0.0.0",
+    port: int = 8000,
+    max_input_size: int = DEFAULT_MAX_INPUT_SIZE,
+    max_pipeline: int = DEFAULT_MAX_PIPELINE,
+    router: Router | None = None,
+) -> HttpServer:
+    """Serve the KServe v2 HTTP API of ``service``.
+
+    ``sock`` (already bound) takes precedence over host/port. ``max_input_size`` bounds
+    a request body, after decompression, in bytes. ``router`` lets a caller pass one
+    with routes already added; the v2 routes are added to it.
+    """
+    if max_input_size <= 0:
+        raise ValueError(f"max_input_size must be positive, got {max_input_size}")
+    loop = asyncio.get_running_loop()
+    router = router if router is not None else Router()
+    KServeRoutes(service, max_input_size).register(router)
+    connections: set[HttpProtocol] = set()
+
+    def factory() -> HttpProtocol:
+        return HttpProtocol(
+            router, connections, max_input_size=max_input_size, max_pipeline=max_pipeline
+        )
+
+    if sock is not None:
+        server = await loop.create_server(factory, sock=sock, backlog=1024)
+    else:
+        server = await loop.create_server(factory, host=host, port=port, backlog=1024)
+    return HttpServer(server, router, connections)

@@ -1,0 +1,51 @@
+"""The service interface the HTTP frontend calls; the frontend knows nothing else.
+
+The service layer implements :class:`InferenceService`. Versions are strings; "" means
+the model's default version. Errors are :class:`tritium.core.errors.TritiumError`
+subclasses, mapped to HTTP status codes by :mod:`tritium.frontends.http.status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from tritium.core.types import InferRequest, InferResponse
+
+
+@runtime_checkable
+class InferenceService(Protocol):
+    def live(self) -> bool: ...
+
+    def ready(self) -> bool: ...
+
+    def server_metadata(self) -> dict:
+        """``{"name", "version", "extensions": [...]}``."""
+        ...
+
+    def model_ready(self, name: str, version: str) -> bool:
+        """Raises NotFound for an unknown model."""
+        ...
+
+    def model_metadata(self, name: str, version: str) -> dict:
+        """Triton's model metadata JSON; raises NotFound / Unavailable."""
+        ...
+
+    def model_config(self, name: str, version: str) -> dict:
+        """Triton's model configuration JSON; raises NotFound / Unavailable."""
+        ...
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        """Raises TritiumError, or returns a response whose ``error`` is set."""
+        ...
+
+
+@runtime_checkable
+class ClassificationLabels(Protocol):
+    """Optional extra a service may implement to label classification results.
+
+    When present, ``output_labels`` returns the labels of an output (index -> label,
+    from the output's ``label_filename``), or None when the output has none.
+    """
+
+    def output_labels(self, name: str, version: str, output: str) -> Sequence[str] | None: ...

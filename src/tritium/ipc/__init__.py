@@ -1,0 +1,23 @@
+"""L2: server ⇄ worker transport: memfd arenas for tensors, framed messages for control."""
+
+from tritium.ipc.arena import Arena, align, grow_size
+from tritium.ipc.framing import (
+    FrameDecoder,
+    encode,
+    recv_fd,
+    recv_message,
+    send_fd,
+    send_message,
+)
+
+__all__ = [
+    "Arena",
+    "FrameDecoder",
+    "align",
+    "encode",
+    "grow_size",
+    "recv_fd",
+    "recv_message",
+    "send_fd",
+    "send_message",
+]

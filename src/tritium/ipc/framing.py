@@ -1,0 +1,84 @@
+"""Length-prefixed message framing for the server ⇄ worker control socket.
+
+Each message is a 4-byte little-endian length followed by an orjson document. Messages are
+small (names, shapes, offsets); tensor bytes live in arenas and never pass through here.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+import orjson
+
+_LEN = struct.Struct("<I")
+MAX_MESSAGE = 256 * 1024 * 1024
+
+
+def encode(message: Any) -> bytes:
+    body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
+    return _LEN.pack(len(body)) + body
+
+
+class FrameDecoder:
+    """Incremental decoder: feed bytes, get complete messages."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[Any]:
+        buf = self._buf
+        buf += data
+        out: list[Any] = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (length,) = _LEN.unpack_from(buf, pos)
+            if length > MAX_MESSAGE:
+                raise ValueError(f"control message of {length} bytes exceeds the limit")
+            end = pos + 4 + length
+            if end > n:
+                break
+            out.append(orjson.loads(memoryview(buf)[pos + 4 : end]))
+            pos = end
+        if pos:
+            del buf[:pos]
+        return out
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Blocking read of exactly n bytes; EOFError when the peer closed."""
+    chunks = []
+    while n:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise EOFError("peer closed the control socket")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_message(sock: socket.socket) -> Any:
+    """Blocking receive of one framed message (worker side)."""
+    (length,) = _LEN.unpack(recv_exact(sock, 4))
+    if length > MAX_MESSAGE:
+        raise ValueError(f"control message of {length} bytes exceeds the limit")
+    return orjson.loads(recv_exact(sock, length))
+
+
+def send_message(sock: socket.socket, message: Any) -> None:
+    sock.sendall(encode(message))
+
+
+def send_fd(sock: socket.socket, fd: int) -> None:
+    socket.send_fds(sock, [b"F"], [fd])
+
+
+def recv_fd(sock: socket.socket) -> int:
+    msg, fds, _flags, _addr = socket.recv_fds(sock, 1, 1)
+    if not msg or not fds:
+        raise EOFError("peer closed the descriptor socket")
+    return fds[0]

@@ -1,0 +1,65 @@
+"""Writing tensors into an arena and reading them back as numpy arrays.
+
+A tensor in an arena is described by ``[name, datatype, shape, offset, nbytes]``. Fixed-size
+types are stored raw (little-endian, row-major); BYTES use Triton's length-prefixed form.
+"""
+
+from __future__ import annotations
+
+import mmap
+
+import numpy as np
+
+from tritium.core import datatypes
+from tritium.ipc.arena import align
+
+Descriptor = list  # [name, datatype, shape, offset, nbytes]
+
+
+def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | None]:
+    """Bytes needed to store ``array``; BYTES are serialized here (returned for reuse)."""
+    if datatype == "BYTES":
+        raw = datatypes.serialize_bytes(array)
+        return len(raw), raw
+    return array.nbytes, None
+
+
+def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> int:
+    """Write one tensor at ``offset``; returns its byte count."""
+    if raw is not None:
+        n = len(raw)
+        buf[offset : offset + n] = raw
+        return n
+    n = array.nbytes
+    if n:
+        dst = np.ndarray(array.shape, dtype=array.dtype, buffer=buf, offset=offset)
+        np.copyto(dst, array, casting="no")
+    return n
+
+
+def layout(sizes: list[int], start: int = 0) -> tuple[list[int], int]:
+    """Aligned offsets for consecutive blocks of ``sizes``; returns (offsets, end)."""
+    offsets = []
+    pos = align(start)
+    for size in sizes:
+        offsets.append(pos)
+        pos = align(pos + size)
+    return offsets, pos
+
+
+def view(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int) -> np.ndarray:
+    """A numpy view (no copy) of a fixed-size tensor, or a decoded object array for BYTES."""
+    if datatype == "BYTES":
+        count = datatypes.element_count(shape)
+        flat = datatypes.deserialize_bytes(memoryview(buf)[offset : offset + nbytes], count)
+        return flat.reshape(shape)
+    dtype = datatypes.raw_dtype(datatype)
+    return np.ndarray(tuple(shape), dtype=dtype, buffer=buf, offset=offset)
+
+
+def copy_out(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int) -> np.ndarray:
+    """Like :func:`view` but owning its memory, so the arena can be reused at once."""
+    if datatype == "BYTES":
+        return view(buf, datatype, shape, offset, nbytes)
+    dtype = datatypes.raw_dtype(datatype)
+    return np.frombuffer(buf[offset : offset + nbytes], dtype=dtype).reshape(shape)

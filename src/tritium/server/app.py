@@ -1,0 +1,116 @@
+"""Composition root: settings → repository → workers → schedulers → frontends.
+
+Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
+stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
+model, and leave no child process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from pathlib import Path
+
+from tritium.server.logging_setup import configure
+from tritium.server.settings import Settings
+from tritium.service import LoadOptions, ModelManager, Service
+
+log = logging.getLogger("tritium.server")
+
+
+def _model_table(rows: list[tuple[str, str, str]]) -> str:
+    headers = ("Model", "Version", "Status")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|"
+
+    return "\n".join([sep, line(headers), sep, *(line(r) for r in rows), sep])
+
+
+class Server:
+    def __init__(self, settings: Settings, *, http_sock: socket.socket | None = None) -> None:
+        self.settings = settings
+        self.http_sock = http_sock
+        options = LoadOptions(
+            auto_complete=not settings.disable_auto_complete_config,
+            model_config_name=settings.model_config_name,
+            log_verbose=settings.log_verbose,
+        )
+        self.models = ModelManager([Path(p) for p in settings.model_repository], options)
+        self.service = Service(
+            self.models, server_id=settings.id, strict_readiness=settings.strict_readiness
+        )
+        self.http = None
+        self.stopped = asyncio.Event()
+
+    async def start(self) -> bool:
+        """Load models and start frontends; False when start-up must fail."""
+        await self.models.load_all()
+        log.info("\n%s", _model_table(self.models.table()))
+        failed = [r for r in self.models.table() if not r[2].startswith("READY")]
+        if failed and self.settings.exit_on_error:
+            log.error("failed to load all models")
+            return False
+        if self.settings.allow_http:
+            from tritium.frontends.http import start_http_server
+
+            self.http = await start_http_server(
+                self.service,
+                sock=self.http_sock,
+                host=self.settings.http_address,
+                port=self.settings.http_port,
+                max_input_size=self.settings.http_max_input_size,
+            )
+            log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
+        if self.settings.allow_grpc:
+            log.warning("gRPC endpoint is not available in this version; serving HTTP only")
+        self.service.started = True
+        return True
+
+    async def shutdown(self) -> None:
+        timeout = float(self.settings.exit_timeout_secs)
+        self.service.stopping = True
+        if self.http is not None:
+            await self.http.shutdown(timeout)
+        await self.models.unload_all(timeout)
+        self.stopped.set()
+
+
+async def serve(settings: Settings, *, http_sock: socket.socket | None = None) -> int:
+    server = Server(settings, http_sock=http_sock)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        ok = await server.start()
+        if ok:
+            await stop.wait()
+            log.info("Received signal, shutting down")
+    finally:
+        await server.shutdown()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 0 if ok else 1
+
+
+def run(settings: Settings) -> int:
+    """Run the server until SIGINT/SIGTERM; returns the process exit code."""
+    configure(
+        verbose=settings.log_verbose,
+        info=settings.log_info,
+        warning=settings.log_warning,
+        error=settings.log_error,
+    )
+    try:
+        import uvloop
+
+        return uvloop.run(serve(settings))
+    except ImportError:
+        return asyncio.run(serve(settings))
+    except KeyboardInterrupt:
+        return 0

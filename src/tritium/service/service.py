@@ -1,0 +1,82 @@
+"""The transport-neutral API both frontends call: health, metadata, config, infer.
+
+Behaviour lives here once; HTTP and gRPC only decode, call, encode and map errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritium import __version__
+from tritium.core import InferRequest, InferResponse
+from tritium.core.clock import now_ns
+from tritium.core.errors import Unavailable
+from tritium.service.models import ModelManager
+
+EXTENSIONS = [
+    "binary_tensor_data",
+    "parameters",
+    "model_configuration",
+]
+
+
+class Service:
+    def __init__(self, models: ModelManager, *, server_id: str = "triton", strict_readiness: bool = True) -> None:
+        self.models = models
+        self.server_id = server_id
+        self.strict_readiness = strict_readiness
+        self.started = False
+        self.stopping = False
+
+    # -- health and metadata ---------------------------------------------------------------
+
+    def live(self) -> bool:
+        return True
+
+    def ready(self) -> bool:
+        if not self.started or self.stopping:
+            return False
+        return self.models.all_ready() if self.strict_readiness else True
+
+    def server_metadata(self) -> dict[str, Any]:
+        return {"name": self.server_id, "version": __version__, "extensions": EXTENSIONS}
+
+    def model_ready(self, name: str, version: str) -> bool:
+        try:
+            return self.models.get(name, version).ready
+        except Unavailable:
+            return False
+
+    def model_metadata(self, name: str, version: str) -> dict[str, Any]:
+        loaded = self.models.get(name, version)
+        entry = self.models.models[name]
+        versions = [str(v) for v in sorted(entry.versions) if entry.versions[v].loaded is not None]
+        sig = loaded.signature
+        return {
+            "name": name,
+            "versions": versions,
+            "platform": loaded.config.get("platform") or loaded.config.get("backend", ""),
+            "inputs": sig.metadata_tensors("inputs"),
+            "outputs": sig.metadata_tensors("outputs"),
+        }
+
+    def model_config(self, name: str, version: str) -> dict[str, Any]:
+        return self.models.get(name, version).config
+
+    # -- inference ---------------------------------------------------------------------------
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        if self.stopping:
+            raise Unavailable("Server is shutting down")
+        loaded = self.models.get(request.model_name, request.model_version)
+        loaded.signature.validate(request)
+        request.arrival_ns = now_ns()
+        response = await loaded.scheduler.infer(request)
+        response.model_name = loaded.name
+        response.model_version = loaded.version_str
+        response.id = request.id
+        if response.error is None and request.outputs is not None and len(response.outputs) > 1:
+            # The worker returns only requested outputs; put them in the requested order.
+            order = {o.name: i for i, o in enumerate(request.outputs)}
+            response.outputs.sort(key=lambda t: order.get(t.name, len(order)))
+        return response

@@ -1,0 +1,125 @@
+"""A model instance: one worker process plus its identity (name, kind, device id).
+
+The instance is the Runner the schedulers drive: ``execute(batch)`` returns one response per
+request. When its process dies, the batch in flight fails with a clear error, the instance
+reports not ready, and it restarts itself with back-off; executions that arrive meanwhile wait
+(bounded) for the restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tritium.core import InferRequest, InferResponse
+from tritium.core.errors import Unavailable
+from tritium.workers.process import WorkerProcess
+
+log = logging.getLogger("tritium.workers")
+
+RESTART_BACKOFF_S = (0.1, 0.5, 1.0, 2.0, 5.0)
+RESTART_WAIT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceSpec:
+    name: str  # Triton's instance name, e.g. "add_sub_0_0"
+    kind: str  # "CPU" | "GPU" | "MODEL"
+    device_id: int = 0
+
+
+# Starts a fresh worker for this instance: spawn, load model.py, initialize.
+Starter = Callable[["ModelInstance"], Awaitable[WorkerProcess]]
+
+
+class ModelInstance:
+    def __init__(self, spec: InstanceSpec, starter: Starter) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self._starter = starter
+        self.process: WorkerProcess | None = None
+        self._ready = asyncio.Event()
+        self._restart_task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.executions = 0
+        self.restarts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def init_message(self, config: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "config": config,
+            "instance_name": self.spec.name,
+            "kind": self.spec.kind,
+            "device_id": self.spec.device_id,
+        }
+
+    async def start(self) -> None:
+        self._adopt(await self._starter(self))
+
+    def _adopt(self, process: WorkerProcess) -> None:
+        self.process = process
+        process.on_exit = self._on_exit
+        self._ready.set()
+
+    def _on_exit(self, process: WorkerProcess) -> None:
+        if self._stopping or process is not self.process:
+            return
+        log.error("instance '%s' (pid %s) exited unexpectedly; restarting", self.name, process.pid)
+        self._ready.clear()
+        if self._restart_task is None or self._restart_task.done():
+            self._restart_task = asyncio.ensure_future(self._restart(process))
+
+    async def _restart(self, dead: WorkerProcess) -> None:
+        await dead.stop(0.5)
+        attempt = 0
+        while not self._stopping:
+            delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
+            await asyncio.sleep(delay)
+            if self._stopping:
+                return
+            try:
+                process = await self._starter(self)
+            except Exception as exc:  # noqa: BLE001 - keep trying, report each failure
+                log.error("restart of instance '%s' failed: %s", self.name, exc)
+                attempt += 1
+                continue
+            if self._stopping:
+                await process.stop(1.0)
+                return
+            self.restarts += 1
+            self._adopt(process)
+            log.info("instance '%s' restarted (pid %s)", self.name, process.pid)
+            return
+
+    async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
+        if not self._ready.is_set():
+            try:
+                await asyncio.wait_for(self._ready.wait(), RESTART_WAIT_S)
+            except asyncio.TimeoutError:
+                raise Unavailable(f"instance '{self.name}' is restarting") from None
+        assert self.process is not None
+        self.executions += 1
+        return await self.process.execute(batch)
+
+    async def stop(self, timeout: float) -> None:
+        self._stopping = True
+        self._ready.clear()
+        if self._restart_task is not None and not self._restart_task.done():
+            self._restart_task.cancel()
+        if self.process is not None:
+            await self.process.stop(timeout)
+
+    def kill(self) -> None:
+        self._stopping = True
+        if self.process is not None:
+            self.process.kill()

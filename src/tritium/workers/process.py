@@ -1,0 +1,282 @@
+"""One instance worker process as seen from the server's event loop.
+
+The server owns every shared-memory arena (so a killed worker can leak nothing) and talks to
+the worker over a socketpair with framed messages; a second socketpair carries arena file
+descriptors. Exactly one batch is in flight per worker at a time: the pool guarantees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
+from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
+from tritium.ipc import tensors as ipc_tensors
+
+log = logging.getLogger("tritium.workers")
+
+_INITIAL_ARENA = 1 << 20
+
+
+class _ControlProtocol(asyncio.Protocol):
+    """Receives framed replies and hands them to the waiting call."""
+
+    def __init__(self, on_message: Callable[[Any], None], on_lost: Callable[[], None]) -> None:
+        self._decoder = FrameDecoder()
+        self._on_message = on_message
+        self._on_lost = on_lost
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        for message in self._decoder.feed(data):
+            self._on_message(message)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._on_lost()
+
+
+class WorkerDied(Unavailable):
+    pass
+
+
+class WorkerProcess:
+    """Spawns and drives one ``tritium.backends.python.stub`` process."""
+
+    def __init__(self, label: str, *, env: dict[str, str] | None = None) -> None:
+        self.label = label
+        self._env = env
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._fd_sock: socket.socket | None = None
+        self._pending: asyncio.Future[Any] | None = None
+        self._in_arena: Arena | None = None
+        self._out_arena: Arena | None = None
+        self._retired: list[Arena] = []
+        self._alive = False
+        self.on_exit: Callable[[WorkerProcess], None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def alive(self) -> bool:
+        return self._alive
+
+    async def spawn(self) -> None:
+        loop = asyncio.get_running_loop()
+        ctl_parent, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            env = dict(os.environ if self._env is None else self._env)
+            env["PYTHONUNBUFFERED"] = "1"
+            cmd = [
+                sys.executable,
+                "-m",
+                "tritium.backends.python.stub",
+                str(ctl_child.fileno()),
+                str(fd_child.fileno()),
+                str(os.getpid()),
+            ]
+            self._proc = subprocess.Popen(
+                cmd,
+                pass_fds=(ctl_child.fileno(), fd_child.fileno()),
+                env=env,
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            ctl_child.close()
+            fd_child.close()
+        self._fd_sock = fd_parent
+        self._alive = True
+        transport, _ = await loop.create_unix_connection(
+            lambda: _ControlProtocol(self._on_message, self._on_lost), sock=ctl_parent
+        )
+        self._transport = transport  # type: ignore[assignment]
+        self._in_arena = self._new_arena("in", _INITIAL_ARENA)
+        self._out_arena = self._new_arena("out", _INITIAL_ARENA)
+
+    # -- messaging --------------------------------------------------------------------
+
+    def _on_message(self, message: Any) -> None:
+        fut = self._pending
+        self._pending = None
+        if fut is not None and not fut.done():
+            fut.set_result(message)
+        else:
+            log.warning("%s: unexpected message from worker: %.200r", self.label, message)
+
+    def _on_lost(self) -> None:
+        if not self._alive:
+            return
+        self._alive = False
+        fut = self._pending
+        self._pending = None
+        if fut is not None and not fut.done():
+            fut.set_exception(WorkerDied(f"instance '{self.label}' exited unexpectedly"))
+        if self.on_exit is not None:
+            self.on_exit(self)
+
+    async def call(self, message: Any, timeout: float | None = None) -> Any:
+        """Send one message and wait for the reply (raises the worker's error)."""
+        if not self._alive or self._transport is None:
+            raise WorkerDied(f"instance '{self.label}' is not running")
+        fut = asyncio.get_running_loop().create_future()
+        self._pending = fut
+        self._transport.write(encode(message))
+        if timeout is None:
+            reply = await fut
+        else:
+            reply = await asyncio.wait_for(fut, timeout)
+        if reply.get("op") == "error":
+            raise error_from_code(reply.get("code", "INTERNAL"), reply["message"])
+        return reply
+
+    def _send(self, message: Any) -> None:
+        assert self._transport is not None
+        self._transport.write(encode(message))
+
+    def _new_arena(self, which: str, size: int) -> Arena:
+        arena = Arena.create(size)
+        assert self._fd_sock is not None
+        # Descriptor first, then the message that tells the worker to pick it up.
+        send_fd(self._fd_sock, arena.fd)
+        self._send({"op": "arena", "which": which, "size": size})
+        return arena
+
+    def _replace_arena(self, which: str, needed: int) -> Arena:
+        old = self._in_arena if which == "in" else self._out_arena
+        arena = self._new_arena(which, grow_size(needed, _INITIAL_ARENA))
+        if old is not None:
+            old.close()
+        if which == "in":
+            self._in_arena = arena
+        else:
+            self._out_arena = arena
+        return arena
+
+    # -- life cycle -------------------------------------------------------------------
+
+    async def load(self, spec: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Import model.py (and auto-complete its config); returns the worker's reply."""
+        return await self.call({"op": "load", **spec}, timeout)
+
+    async def initialize(self, spec: dict[str, Any], timeout: float) -> None:
+        await self.call({"op": "init", **spec}, timeout)
+
+    async def stop(self, timeout: float) -> None:
+        """Run finalize, then make sure the process is gone."""
+        if self._alive:
+            with contextlib.suppress(TritiumError, asyncio.TimeoutError, OSError):
+                await self.call({"op": "fini"}, timeout)
+        await self._reap(timeout)
+
+    async def _reap(self, timeout: float) -> None:
+        proc = self._proc
+        self._alive = False
+        if self._transport is not None:
+            self._transport.close()
+            self._transport = None
+        if proc is not None:
+            deadline = asyncio.get_running_loop().time() + max(timeout, 0.1)
+            while proc.poll() is None and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.01)
+            if proc.poll() is None:
+                proc.kill()
+                await asyncio.get_running_loop().run_in_executor(None, proc.wait)
+        self._close_arenas()
+
+    def kill(self) -> None:
+        """Synchronous last resort (used at interpreter exit)."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            with contextlib.suppress(Exception):
+                self._proc.wait(5)
+        self._close_arenas()
+
+    def _close_arenas(self) -> None:
+        for arena in (self._in_arena, self._out_arena, *self._retired):
+            if arena is not None:
+                arena.close()
+        self._in_arena = self._out_arena = None
+        self._retired.clear()
+        if self._fd_sock is not None:
+            self._fd_sock.close()
+            self._fd_sock = None
+
+    # -- execution --------------------------------------------------------------------
+
+    async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
+        """Run one batch; one response per request, errors included (never raises for
+        model errors; raises WorkerDied when the process is gone)."""
+        items = []
+        sizes = []
+        raws = []
+        for request in batch:
+            for tensor in request.inputs:
+                n, raw = ipc_tensors.encoded_size(tensor.datatype, tensor.data)
+                sizes.append(n)
+                raws.append(raw)
+        # Cancellation flags: one byte per request at the start of the arena.
+        offsets, end = ipc_tensors.layout(sizes, start=len(batch))
+        arena = self._in_arena
+        if arena is None or end > arena.size:
+            arena = self._replace_arena("in", end)
+        buf = arena.buf
+        buf[0 : len(batch)] = bytes(len(batch))
+        k = 0
+        for request in batch:
+            inputs = []
+            for tensor in request.inputs:
+                off = offsets[k]
+                nbytes = ipc_tensors.write(buf, off, tensor.data, raws[k])
+                inputs.append([tensor.name, tensor.datatype, tensor.shape, off, nbytes])
+                k += 1
+            outputs = None if request.outputs is None else [o.name for o in request.outputs]
+            items.append(
+                {
+                    "id": request.id,
+                    "corr": request.correlation_id,
+                    "flags": request.flags,
+                    "params": request.parameters,
+                    "outputs": outputs,
+                    "inputs": inputs,
+                }
+            )
+        reply = await self.call({"op": "exec", "requests": items})
+        while reply.get("op") == "need":
+            self._replace_arena("out", int(reply["size"]))
+            reply = await self.call({"op": "continue"})
+        return self._read_responses(batch, reply)
+
+    def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        out_buf = self._out_arena.buf if self._out_arena is not None else None
+        responses: list[InferResponse] = []
+        for request, item in zip(batch, reply["responses"]):
+            response = InferResponse(request.model_name, request.model_version, request.id)
+            err = item.get("error")
+            if err is not None:
+                response.error = error_from_code(err[0], err[1])
+            else:
+                for name, datatype, shape, off, nbytes in item["outputs"]:
+                    data = ipc_tensors.copy_out(out_buf, datatype, shape, off, nbytes)
+                    response.outputs.append(OutputTensor(name, datatype, tuple(shape), data))
+                params = item.get("params")
+                if params:
+                    response.parameters = params
+            responses.append(response)
+        if len(responses) != len(batch):
+            raise InternalError(f"instance '{self.label}' returned a malformed reply")
+        return responses

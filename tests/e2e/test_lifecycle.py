@@ -1,0 +1,99 @@
+"""Start-up table, exit-on-error, and clean shutdown (no children, no shared memory left)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import tritonclient.http as httpclient
+
+from tritium.testing import ServerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "model_repository"
+TEST_MODELS = ROOT / "tests" / "models"
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]
+
+
+def _shm_entries() -> set[str]:
+    try:
+        return set(os.listdir("/dev/shm"))
+    except FileNotFoundError:
+        return set()
+
+
+def test_startup_table_and_clean_sigterm_shutdown(tmp_path):
+    shm_before = _shm_entries()
+    server = ServerProcess([EXAMPLES]).start()
+    try:
+        assert "| Model" in server.log and "| Version" in server.log and "| Status" in server.log
+        assert server.wait_for_log(r"\| add_sub\s+\| 1\s+\| READY")
+        assert server.wait_for_log(r"Started HTTPService at 0\.0\.0\.0:\d+")
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert client.is_server_ready()
+        inp0 = httpclient.InferInput("INPUT0", [4], "FP32")
+        inp0.set_data_from_numpy(np.ones(4, np.float32))
+        inp1 = httpclient.InferInput("INPUT1", [4], "FP32")
+        inp1.set_data_from_numpy(np.ones(4, np.float32))
+        client.infer("add_sub", [inp0, inp1])
+        client.close()
+        workers = _children(server.proc.pid)
+        assert len(workers) >= 3  # one per instance of the three example models
+    finally:
+        server.signal(signal.SIGTERM)
+        code = server.wait(60)
+    assert code == 0, server.log[-3000:]
+    time.sleep(0.2)
+    for pid in workers:
+        assert not os.path.exists(f"/proc/{pid}") or _is_zombie(pid), f"worker {pid} survived"
+    assert _shm_entries() - shm_before == set()
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_sigint_runs_finalize(tmp_path):
+    server = ServerProcess([TEST_MODELS], ["--exit-on-error=false"]).start()
+    server.signal(signal.SIGINT)
+    assert server.wait(60) == 0
+    assert "printer finalized" in server.log
+
+
+def test_exit_on_error_default_exits_nonzero():
+    # tests/models holds a model without versions, so start-up fails by default.
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritium", "serve", f"--model-repository={TEST_MODELS}",
+         "--http-port=0", "--allow-grpc=false", "--allow-metrics=false"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    output = proc.stdout + proc.stderr
+    assert "UNAVAILABLE" in output
+    assert "failed to load all models" in output
+
+
+def test_duplicate_model_across_repositories_is_an_error(tmp_path):
+    for root in ("a", "b"):
+        (tmp_path / root).mkdir()
+        (tmp_path / root / "add_sub").symlink_to(EXAMPLES / "add_sub")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tritium", "serve", f"--model-repository={tmp_path / 'a'}",
+         f"--model-repository={tmp_path / 'b'}", "--http-port=0", "--allow-grpc=false"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "add_sub" in proc.stdout + proc.stderr

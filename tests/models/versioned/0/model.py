@@ -1,0 +1,9 @@
+"""Returns its own version number."""
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("VERSION", np.array([99], np.int32))]) for _ in requests]
