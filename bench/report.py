@@ -149,6 +149,8 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         f"- servers: {meta['servers']}",
         f"- rounds: {meta['rounds']} (interleaved tritium, Triton, …); medians per server",
         f"- setup: {meta['setup']}",
+        f"- load average (1/5/15 min) at start {meta.get('load_average_start')}, "
+        f"at end {meta.get('load_average_end')}",
         "",
         markdown_table(results),
     ]

@@ -144,6 +144,7 @@ def run_bench(
         "setup": _describe_setup(settings),
         "settings": vars(settings),
         "servers": "",
+        "load_average_start": _load_average(),
     }
     code = 0
     with _terminate_as_interrupt():
@@ -170,6 +171,7 @@ def run_bench(
             print("\n[bench] interrupted; servers stopped", file=sys.stderr)
             meta["interrupted"] = True
             code = 130
+    meta["load_average_end"] = _load_average()
     leaked = sorted(_shm_entries() - shm_before)
     if leaked:
         # Other programs on the machine may have made them; they are reported, not removed.
@@ -258,6 +260,11 @@ def _ports(text: str) -> tuple[int, int, int]:
     if len(parts) != 3:
         raise ValueError(f"--triton-ports needs HTTP,GRPC,METRICS, got {text!r}")
     return parts[0], parts[1], parts[2]
+
+
+def _load_average() -> list[float]:
+    # Other work on these shared machines skews absolute numbers; the load shows how much.
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _shm_entries() -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+from bench.measurement import Measurement
 from bench.perf import run_perf_analyzer
 from bench.scenarios import QUICK_SETTINGS, select_scenarios
 
@@ -32,7 +33,7 @@ def fake_tool(tmp_path: Path, fails: int) -> Path:
     return tool
 
 
-def run(tmp_path: Path, fails: int):  # type: ignore[no-untyped-def]
+def run(tmp_path: Path, fails: int) -> Measurement:
     scenario = select_scenarios(["add_sub_http_binary_c1"])[0]
     log = tmp_path / "run.log"
     return run_perf_analyzer(

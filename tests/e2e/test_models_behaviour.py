@@ -147,3 +147,16 @@ def test_zero_prefixed_and_non_numeric_version_folders_ignored(http_client):
 def test_model_without_versions_is_unavailable(server, http_client):
     assert not http_client.is_model_ready("no_version")
     assert server.wait_for_log(r"\| no_version\s+\|.*UNAVAILABLE")
+
+
+def test_optional_is_ready_is_honoured(http_client):
+    def set_ready(value: bool) -> None:
+        inp = httpclient.InferInput("READY", [1], "BOOL")
+        inp.set_data_from_numpy(np.array([value]))
+        http_client.infer("readiness", [inp])
+
+    assert http_client.is_model_ready("readiness")
+    set_ready(False)
+    assert not http_client.is_model_ready("readiness")
+    set_ready(True)
+    assert http_client.is_model_ready("readiness")

@@ -53,7 +53,8 @@ class ModelInstance:
 
     @property
     def ready(self) -> bool:
-        return self._ready.is_set()
+        """Running, and the model's optional ``is_ready()`` last said yes."""
+        return self._ready.is_set() and self.process is not None and self.process.model_ready
 
     def init_message(self, config: dict[str, Any]) -> dict[str, Any]:
         return {

@@ -65,6 +65,8 @@ class WorkerProcess:
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
         self._alive = False
+        # What the model's optional is_ready() said last (after init and each execution).
+        self.model_ready = True
         self.on_exit: Callable[[WorkerProcess], None] | None = None
 
     @property
@@ -174,7 +176,8 @@ class WorkerProcess:
         return await self.call({"op": "load", **spec}, timeout)
 
     async def initialize(self, spec: dict[str, Any], timeout: float) -> None:
-        await self.call({"op": "init", **spec}, timeout)
+        reply = await self.call({"op": "init", **spec}, timeout)
+        self.model_ready = bool(reply.get("ready", True))
 
     async def stop(self, timeout: float) -> None:
         """Run finalize, then make sure the process is gone."""
@@ -259,6 +262,9 @@ class WorkerProcess:
         while reply.get("op") == "need":
             self._replace_arena("out", int(reply["size"]))
             reply = await self.call({"op": "continue"})
+        ready = reply.get("ready")
+        if ready is not None:
+            self.model_ready = bool(ready)
         return self._read_responses(batch, reply)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:

@@ -128,7 +128,12 @@ class ModelHost:
                 f"Failed to initialize model instance '{self.instance_name}': {_describe(exc)}"
             ) from exc
 
+    @property
+    def has_readiness_check(self) -> bool:
+        return callable(getattr(self.model, "is_ready", None))
+
     def is_ready(self) -> bool:
+        """The model's optional ``is_ready()``; reported after init and every execution."""
         check = getattr(self.model, "is_ready", None)
         if check is None:
             return self.model is not None

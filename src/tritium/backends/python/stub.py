@@ -71,7 +71,10 @@ class Worker:
     def dispatch(self, op: str, message: dict) -> dict:
         if op == "exec":
             assert self.host is not None
-            return self.host.execute(message["requests"], self.arenas["in"], self.arenas["out"])
+            reply = self.host.execute(message["requests"], self.arenas["in"], self.arenas["out"])
+            if self.host.has_readiness_check:
+                reply["ready"] = self.host.is_ready()
+            return reply
         if op == "continue":
             assert self.host is not None
             return self.host.write_pending(self.arenas["out"])
@@ -81,9 +84,7 @@ class Worker:
         if op == "init":
             assert self.host is not None
             self.host.initialize(message)
-            return {"op": "ready"}
-        if op == "ready?":
-            return {"op": "ready", "ready": self.host.is_ready() if self.host else False}
+            return {"op": "ready", "ready": self.host.is_ready()}
         if op == "fini":
             self._finalize_quietly()
             return {"op": "bye"}
