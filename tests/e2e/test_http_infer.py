@@ -196,3 +196,13 @@ def test_unknown_model_is_404(http_client):
         "404",
         "Request for unknown model: 'no_such_model' is not found",
     )
+
+
+def test_duplicate_output_names_are_400(http_client):
+    # Triton silently keeps the first of repeated output names; tritium names the mistake.
+    a = np.ones(4, np.float32)
+    _expect_error(
+        lambda: _add_sub(http_client, a, a, outputs=["OUTPUT0", "OUTPUT0"]),
+        "400",
+        "output 'OUTPUT0' is requested more than once for model 'add_sub'",
+    )

@@ -478,3 +478,32 @@ def test_shutdown_finishes_in_flight_requests_and_refuses_new_ones():
         assert status == 200 and headers["connection"] == "close"
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", running.port), timeout=2).close()
+
+
+def test_close_aborts_connections_and_wait_closed_returns():
+    with serve() as running:
+        body = json.dumps(
+            {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1], "data": [5000]}]}
+        ).encode()
+        conn = socket.create_connection(("127.0.0.1", running.port), timeout=10)
+        conn.sendall(
+            b"POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+            % len(body)
+            + body
+        )
+        deadline = time.monotonic() + 10
+        while running.service.started == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert running.server.connection_count == 1
+
+        async def close_and_wait() -> None:
+            running.server.close()
+            await running.server.wait_closed()
+
+        running.call(close_and_wait(), timeout=10)
+        assert running.server.connection_count == 0
+        try:
+            assert conn.recv(1024) == b""  # closed without an answer
+        except ConnectionResetError:
+            pass
+        conn.close()

@@ -341,10 +341,12 @@ def test_requested_outputs_and_their_preferences():
     assert not prefs.get("unnamed").binary  # default: JSON
 
 
-def test_repeated_output_keeps_the_first_like_triton():
+def test_repeated_output_is_passed_on_for_the_service_to_reject():
+    # Triton silently keeps the first entry; tritium keeps every entry so the service's
+    # validation can answer 400 naming the repeated output.
     outputs = [{"name": "A", "parameters": {"binary_data": True}}, {"name": "A"}]
     req, prefs = decode(one("FP32", [1], [1], outputs=outputs))
-    assert [o.name for o in req.outputs] == ["A"]
+    assert [o.name for o in req.outputs] == ["A", "A"]
     assert prefs.get("A").binary
 
 

@@ -457,6 +457,29 @@ def test_content_length_over_the_limit_is_refused_after_draining_the_body():
     run(scenario())
 
 
+def test_expect_continue_over_the_limit_is_refused_before_the_body():
+    async def scenario():
+        h = Harness(max_input_size=100)
+        raw = post("/v2/models/ident/infer", b"x" * 150, "Expect: 100-continue")
+        h.feed(raw[:-150])
+        ((status, headers, payload),) = h.responses()
+        assert status == 400 and headers["connection"] == "close"
+        assert b"Request body size of 150 bytes exceeds" in payload
+        assert h.transport.closed
+
+    run(scenario())
+
+
+def test_huge_url_is_refused():
+    async def scenario():
+        h = Harness()
+        h.feed(b"GET /" + b"a" * 70_000)
+        ((status, _, body),) = h.responses()
+        assert status == 400 and body == b'{"error":"request header too large"}'
+
+    run(scenario())
+
+
 def test_chunked_body_over_the_limit_is_refused():
     async def scenario():
         h = Harness(max_input_size=100)
@@ -518,6 +541,18 @@ def test_expect_100_continue():
         await settle()
         statuses = [status for status, _, _ in h.responses()]
         assert statuses == [100, 200]
+
+    run(scenario())
+
+
+def test_upgrade_requests_are_answered_then_the_connection_closes():
+    async def scenario():
+        h = Harness()
+        h.feed(get("/v2/health/live", "Connection: Upgrade", "Upgrade: h2c") + b"PRI * HTTP/2.0")
+        await settle()
+        ((status, headers, _),) = h.responses()
+        assert status == 200 and headers["connection"] == "close"
+        assert h.transport.closed
 
     run(scenario())
 

@@ -14,6 +14,7 @@ from tritium.core.errors import Unavailable
 from tritium.service.models import ModelManager
 
 EXTENSIONS = [
+    "classification",
     "binary_tensor_data",
     "parameters",
     "model_configuration",

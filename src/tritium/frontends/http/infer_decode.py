@@ -14,7 +14,6 @@ allocated, so a hostile shape answers 400 instead of exhausting memory.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +22,7 @@ import orjson
 from tritium.core import datatypes
 from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferRequest, InputTensor, RequestedOutput
+from tritium.frontends.http.binary_data import tensor_from_bytes
 from tritium.frontends.http.json_tensors import decode_json_data
 
 FLAG_SEQUENCE_START = 1
@@ -30,7 +30,6 @@ FLAG_SEQUENCE_END = 2
 
 _INT64_MAX = 2**63 - 1
 _UINT64_MAX = 2**64 - 1
-_U32 = struct.Struct("<I")
 _CONTENT_FIELDS_MSG = (
     "Input must set only one of the following fields: 'data', 'binary_data_size' in "
     "'parameters', 'shared_memory_region' in 'parameters'. But"
@@ -57,16 +56,13 @@ class OutputPrefs:
 
     default_binary: bool = False
     by_name: dict[str, OutputPref] = field(default_factory=dict)
+    wants_classification: bool = False
 
     def get(self, name: str) -> OutputPref:
         pref = self.by_name.get(name)
         if pref is None:
             return _BINARY if self.default_binary else _JSON
         return pref
-
-    @property
-    def wants_classification(self) -> bool:
-        return any(p.class_count for p in self.by_name.values())
 
 
 _JSON = OutputPref()
@@ -119,6 +115,8 @@ def parse_header_length(value: str | None, body_length: int) -> int:
     """
     if value is None:
         return body_length
+    if value.isdigit() and value.isascii() and int(value) <= body_length:
+        return int(value)
     text = value.strip()
     if not (text.isascii() and text.lstrip("-").isdigit()):
         raise InvalidArgument(f"Unable to parse Inference-Header-Content-Length, got: {value}")
@@ -145,65 +143,6 @@ def _shape(inp: dict, name: str) -> tuple[tuple[int, ...], int]:
             )
         count *= d
     return tuple(dims), count
-
-
-def deserialize_bytes(buffer: bytes | memoryview, count: int, name: str, model: str) -> np.ndarray:
-    """Triton's length-prefixed BYTES elements to a flat object array of ``count``."""
-    view = memoryview(buffer)
-    total = len(view)
-    items: list[bytes] = []
-    offset = 0
-    unpack = _U32.unpack_from
-    while offset < total:
-        if total - offset < 4:
-            raise InvalidArgument(
-                f"incomplete string length indicator for inference input '{name}' for model "
-                f"'{model}', expecting 4 bytes but only {total - offset} bytes available. "
-                "Please make sure the string length indicator is in one buffer."
-            )
-        (length,) = unpack(view, offset)
-        offset += 4
-        if length > total - offset:
-            raise InvalidArgument(
-                f"incomplete string data for inference input '{name}', expecting string of "
-                f"length {length} but only {total - offset} bytes available"
-            )
-        items.append(bytes(view[offset : offset + length]))
-        offset += length
-    if len(items) != count:
-        if len(items) > count:
-            raise InvalidArgument(
-                f"unexpected number of string elements {len(items)} for inference input "
-                f"'{name}' for model '{model}', expecting {count}"
-            )
-        raise InvalidArgument(
-            f"expected {count} string elements for inference input '{name}' for model "
-            f"'{model}', got {len(items)}"
-        )
-    out = np.empty(count, dtype=np.object_)
-    out[:] = items
-    return out
-
-
-def tensor_from_bytes(
-    name: str,
-    model: str,
-    datatype: str,
-    shape: tuple[int, ...],
-    count: int,
-    buffer: bytes | memoryview,
-) -> np.ndarray:
-    """An array over ``buffer`` (a view, no copy) after checking its size."""
-    if datatype == "BYTES":
-        return deserialize_bytes(buffer, count, name, model).reshape(shape)
-    size = len(buffer)
-    expected = count * datatypes.element_size(datatype)
-    if size != expected:
-        raise InvalidArgument(
-            f"input byte size mismatch for input '{name}' for model '{model}'. "
-            f"Expected {expected}, got {size}"
-        )
-    return np.frombuffer(buffer, dtype=datatypes.raw_dtype(datatype), count=count).reshape(shape)
 
 
 # ------------------------------------------------------------------ parameters
@@ -278,10 +217,13 @@ def _apply_outputs(outputs: object, request: InferRequest, prefs: OutputPrefs) -
         classes = params.get("classification", 0)
         if not _is_uint(classes):
             raise _wrong_kind("classification", _NOT_UINT, "Unable to set")
-        # Triton keeps the first entry of a repeated output name.
+        # Triton silently keeps the first entry of a repeated output name; tritium passes
+        # every entry on so the service rejects the repetition with a clear 400.
         if name not in prefs.by_name:
             prefs.by_name[name] = OutputPref(binary, classes, shm)
-            requested.append(RequestedOutput(name, dict(params)))
+            if classes:
+                prefs.wants_classification = True
+        requested.append(RequestedOutput(name, dict(params)))
     request.outputs = requested
 
 
@@ -340,12 +282,9 @@ def _decode_inputs(
         shape, count = _shape(inp, name)
         if not datatypes.is_valid(datatype):
             raise InvalidArgument(f"invalid datatype for input {name}")
-        if params:
-            extra = {k: v for k, v in params.items() if k != "binary_data_size"}
-        else:
-            extra = {}
+        extra = dict(params) if params else {}
         if has_binary:
-            size = params["binary_data_size"]
+            size = extra.pop("binary_data_size")
             if not _is_uint(size):
                 raise _wrong_kind("binary_data_size", _NOT_UINT)
             if size > end - offset:

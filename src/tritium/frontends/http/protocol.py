@@ -116,7 +116,7 @@ class HttpProtocol(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             # Bytes after a request that closes the connection are ignored, not refused.
             if not self._stop_parsing:
-                self._fail(f"malformed HTTP request: {exc}")
+                self._fail(error_response(400, f"malformed HTTP request: {exc}"))
 
     def begin_drain(self) -> None:
         """Finish the requests already received, then close; read no new ones."""
@@ -145,12 +145,14 @@ class HttpProtocol(asyncio.Protocol):
     def on_url(self, url: bytes) -> None:
         self._url += url
         self._header_bytes += len(url)
+        if self._header_bytes > MAX_HEADER_BYTES and not self._stop_parsing:
+            self._fail(error_response(400, "request header too large"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._header_bytes += len(name) + len(value)
         if self._header_bytes > MAX_HEADER_BYTES:
             if not self._stop_parsing:
-                self._fail("request header too large")
+                self._fail(error_response(400, "request header too large"))
             return
         self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
 
@@ -162,7 +164,10 @@ class HttpProtocol(asyncio.Protocol):
             self._too_large = True
         expect = self._headers.get("expect")
         if expect is not None and expect.lower() == "100-continue" and not self._queue:
-            if not self._too_large:
+            if self._too_large:
+                # The client has not sent the body yet: refuse now, it never will.
+                self._fail(self._too_large_response())
+            else:
                 self._transport.write(_CONTINUE)  # type: ignore[union-attr]
 
     def on_body(self, body: bytes) -> None:
@@ -181,17 +186,16 @@ class HttpProtocol(asyncio.Protocol):
             return
         parser = self._parser
         http10 = parser.get_http_version() == "1.0"
-        keep_alive = parser.should_keep_alive() and not self._draining
+        # An upgrade is never accepted, so nothing after such a request is HTTP/1.1.
+        keep_alive = (
+            parser.should_keep_alive() and not self._draining and not parser.should_upgrade()
+        )
         if not keep_alive:
             self._stop_parsing = True
         slot = _Slot(keep_alive, http10)
         self._queue.append(slot)
         if self._too_large:
-            size = self._headers.get("content-length")
-            slot.response = error_response(
-                400, too_large_message(int(size) if size else None, self._max_input_size)
-            )
-            slot.response.close = True
+            slot.response = self._too_large_response()
             self._stop_parsing = True
         else:
             self._dispatch(slot, parser.get_method().decode("ascii", "replace"))
@@ -252,11 +256,19 @@ class HttpProtocol(asyncio.Protocol):
         if self._queue and self._queue[0] is slot:
             self._flush()
 
-    def _fail(self, message: str) -> None:
-        """Answer a malformed request with 400 after the ones before it, then close."""
+    def _too_large_response(self) -> HttpResponse:
+        size = self._headers.get("content-length")
+        response = error_response(
+            400, too_large_message(int(size) if size else None, self._max_input_size)
+        )
+        response.close = True
+        return response
+
+    def _fail(self, response: HttpResponse) -> None:
+        """Answer a request that cannot be read, after the ones before it, then close."""
         self._stop_parsing = True
         slot = _Slot(False, False)
-        slot.response = error_response(400, message)
+        slot.response = response
         self._queue.append(slot)
         if self._queue[0] is slot:
             self._flush()
@@ -277,8 +289,8 @@ class HttpProtocol(asyncio.Protocol):
         response = slot.response
         assert response is not None
         keep = slot.keep_alive and not response.close
-        if keep and self._draining and not self._queue and not self._in_message:
-            keep = False
+        if keep and self._stop_parsing and not self._queue and not self._in_message:
+            keep = False  # the last answer this connection will give
         body = response.body
         parts: list[bytes | memoryview] = [
             STATUS_LINES.get((response.status, slot.http10))

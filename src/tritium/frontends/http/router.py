@@ -4,7 +4,8 @@ Patterns are slash-separated segments; ``{name}`` captures one non-empty segment
 (percent-decoded), ``{name:int}`` captures a segment of ASCII digits only (Triton's
 ``[0-9]+`` for versions). A path that matches a pattern registered for other methods
 answers 405, a path that matches nothing answers 404 — as Triton does. Recent lookups
-are cached so the hot path costs one dict lookup.
+are cached so the hot path costs one dict lookup; the ``params`` dict a handler gets
+is shared by every request to the same path, so handlers treat it as read-only.
 """
 
 from __future__ import annotations

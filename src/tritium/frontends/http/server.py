@@ -26,7 +26,7 @@ class HttpServer:
     """A running HTTP endpoint."""
 
     def __init__(
-        self, server: asyncio.AbstractServer, router: Router, connections: set[HttpProtocol]
+        self, server: asyncio.Server, router: Router, connections: set[HttpProtocol]
     ) -> None:
         self._server = server
         self._router = router
