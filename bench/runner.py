@@ -11,6 +11,7 @@ import platform
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -34,12 +35,19 @@ from bench.scenarios import (
     Scenario,
     select_scenarios,
 )
-from bench.servers import Server, TritiumServer, TritonServer, server_metadata, wait_models_ready
+from bench.servers import (
+    SHM_DIR,
+    Server,
+    TritiumServer,
+    TritonServer,
+    server_metadata,
+    shm_names,
+    wait_models_ready,
+)
 from bench.wrk import run_wrk
 
 DEFAULT_REPOSITORY = REPO_ROOT / "examples" / "model_repository"
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
-SHM_DIR = Path("/dev/shm")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +140,7 @@ def run_bench(
     timestamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     logs_dir = results_dir / f"{timestamp}-logs"
     logs_dir.mkdir(parents=True, exist_ok=True)
-    shm_before = _shm_entries()
+    shm_owned: set[str] = set()
     models = sorted({s.model for s in scenarios})
     results = [ScenarioResult(s) for s in scenarios]
     meta: dict[str, Any] = {
@@ -156,14 +164,17 @@ def run_bench(
                 servers = {n: every[n] for n in server_names}
                 for server in servers.values():
                     # Registered before start so that a half-started server is stopped too.
-                    stack.callback(server.stop)
+                    stack.callback(_uninterruptible, server.stop)
                     print(f"[bench] starting {server.name} on {server.url}", flush=True)
                     server.start()
                     wait_models_ready(server.url, models)
+                    shm_owned |= _server_shm(server)
                 meta["servers"] = _describe_servers(servers)
                 print(f"[bench] {meta['servers']}", flush=True)
                 for result in results:
                     _run_scenario(result, servers, anchors, settings, rounds, logs_dir)
+                    for server in servers.values():
+                        shm_owned |= _server_shm(server)
         except BenchSetupError as exc:
             print(f"bench: error: {exc}", file=sys.stderr)
             code = 2
@@ -172,11 +183,13 @@ def run_bench(
             meta["interrupted"] = True
             code = 130
     meta["load_average_end"] = _load_average()
-    leaked = sorted(_shm_entries() - shm_before)
+    leaked = sorted(n for n in shm_owned if (SHM_DIR / n).exists())
     if leaked:
-        # Other programs on the machine may have made them; they are reported, not removed.
-        meta["new_shm_entries"] = leaked
-        print(f"[bench] warning: new /dev/shm entries after the run: {leaked}", file=sys.stderr)
+        # Provably ours (mapped by a server under test), so they are removed, and reported.
+        meta["leaked_shm"] = leaked
+        print(f"[bench] warning: servers left /dev/shm entries {leaked}; removing", file=sys.stderr)
+        for name in leaked:
+            (SHM_DIR / name).unlink(missing_ok=True)
     if any(r.runs[s] for r in results for s in SERVERS):
         _write_results(results_dir, timestamp, meta, results)
     if code == 0 and any(r.errors() for r in results):
@@ -241,7 +254,7 @@ def _write_results(
 
 
 @contextlib.contextmanager
-def _terminate_as_interrupt() -> Any:
+def _terminate_as_interrupt() -> Iterator[None]:
     """Treat SIGTERM/SIGHUP like Ctrl-C so that the servers are stopped on every exit path."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
@@ -253,6 +266,16 @@ def _terminate_as_interrupt() -> Any:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def _uninterruptible(stop: Callable[[], None]) -> None:
+    """Run `stop` with Ctrl-C and SIGTERM held back, so a second ^C cannot skip the cleanup."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        stop()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _ports(text: str) -> tuple[int, int, int]:
@@ -267,11 +290,9 @@ def _load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def _shm_entries() -> set[str]:
-    try:
-        return set(os.listdir(SHM_DIR))
-    except OSError:
-        return set()
+def _server_shm(server: Server) -> set[str]:
+    pgid = server.pgid
+    return shm_names(pgid) if pgid is not None else set()
 
 
 def _commit() -> str:

@@ -36,6 +36,10 @@ class Server(Protocol):
     @property
     def url(self) -> str: ...
 
+    @property
+    def pgid(self) -> int | None:
+        """Process group of the running server and its children, None when not started."""
+
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
@@ -114,6 +118,30 @@ def group_pids(pgid: int) -> list[int]:
     return pids
 
 
+SHM_DIR = Path("/dev/shm")
+_PYTHON_BACKEND_REGION = "triton_python_backend_shm_region_"
+
+
+def shm_names(pgid: int) -> set[str]:
+    """Names in /dev/shm that processes of group `pgid` have mapped or were told to use."""
+    names: set[str] = set()
+    prefix = str(SHM_DIR) + "/"
+    for pid in group_pids(pgid):
+        proc = Path("/proc") / str(pid)
+        try:
+            maps = (proc / "maps").read_text()
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            path = line.split(maxsplit=5)[-1]
+            if path.startswith(prefix):
+                names.add(path[len(prefix) :].removesuffix(" (deleted)"))
+        # Triton names its Python backend stub's region on the stub's command line.
+        names.update(a.decode() for a in args if a.startswith(_PYTHON_BACKEND_REGION.encode()))
+    return names
+
+
 class TritonServer:
     """Real tritonserver, started and stopped by the shared tools' scripts."""
 
@@ -135,6 +163,14 @@ class TritonServer:
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def pgid(self) -> int | None:
+        # start-triton.sh runs the server under setsid: its pid is its process group.
+        try:
+            return int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
 
     def start(self) -> None:
         env = {
@@ -186,6 +222,11 @@ class TritiumServer:
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def pgid(self) -> int | None:
+        proc = self._process.proc
+        return proc.pid if proc is not None and proc.poll() is None else None
 
     def start(self) -> None:
         if port_in_use(self.http_port):

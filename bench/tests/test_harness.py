@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from bench.anchors import BenchSetupError, locate_anchors
-from bench.runner import _terminate_as_interrupt
+from bench.runner import _terminate_as_interrupt, _uninterruptible
 from bench.scenarios import QUICK_SETTINGS, Scenario
 from bench.servers import group_pids
 from bench.wrk import run_wrk
@@ -48,6 +48,18 @@ def test_sigterm_becomes_keyboard_interrupt_and_handler_is_restored() -> None:
     with pytest.raises(KeyboardInterrupt), _terminate_as_interrupt():
         signal.raise_signal(signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_signal_during_server_stop_waits_until_stop_finished() -> None:
+    finished = []
+
+    def stop() -> None:
+        signal.raise_signal(signal.SIGTERM)
+        finished.append(True)
+
+    with pytest.raises(KeyboardInterrupt), _terminate_as_interrupt():
+        _uninterruptible(stop)
+    assert finished == [True]
 
 
 class _InferHandler(http.server.BaseHTTPRequestHandler):
@@ -97,3 +109,16 @@ def test_wrk_posts_the_json_body_and_reports(echo_server: str, tmp_path: Path) -
     assert m.throughput and m.throughput > 0 and m.p99_us and m.p99_us >= (m.p50_us or 0)
     assert len(_InferHandler.bodies) > 2
     assert all(json.loads(b) == body for b in _InferHandler.bodies)
+
+
+def test_shm_names_sees_regions_mapped_by_the_group() -> None:
+    from multiprocessing import shared_memory
+
+    from bench.servers import shm_names
+
+    region = shared_memory.SharedMemory(create=True, size=4096)
+    try:
+        assert region.name.lstrip("/") in shm_names(os.getpgid(0))
+    finally:
+        region.close()
+        region.unlink()

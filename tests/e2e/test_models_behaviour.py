@@ -160,3 +160,21 @@ def test_optional_is_ready_is_honoured(http_client):
     assert not http_client.is_model_ready("readiness")
     set_ready(True)
     assert http_client.is_model_ready("readiness")
+
+
+def test_client_disconnect_reaches_is_cancelled(server):
+    import json
+    import socket
+
+    body = json.dumps(
+        {"inputs": [{"name": "TAG", "shape": [1], "datatype": "BYTES", "data": ["gone-77"]}]}
+    ).encode()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(
+        b"POST /v2/models/cancellable/infer HTTP/1.1\r\nHost: x\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    time.sleep(0.3)
+    sock.close()
+    assert server.wait_for_log(r"cancellable gone-77 cancelled=True", timeout=8)

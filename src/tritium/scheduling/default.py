@@ -1,8 +1,10 @@
 """Triton's default scheduler: each request goes alone to a free instance.
 
-No background task: a request that finds an idle runner runs at once; otherwise it waits in
-a bounded FIFO and the runner that finishes next picks it up. A full queue rejects at once
-with UNAVAILABLE, as Triton's queue policy does.
+Callback-driven, with no task per request: a request that finds an idle runner is
+submitted at once; otherwise it waits in a bounded FIFO, and the moment a runner's batch
+completes the next request is submitted before the finished response is handed back, so
+the instance never waits on the event loop. A full queue rejects at once with UNAVAILABLE
+("Exceeds maximum queue size"), as Triton's queue policy does.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 
 from tritium.core import InferRequest, InferResponse
-from tritium.core.errors import InternalError, TritiumError, Unavailable
+from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
 from tritium.scheduling.runner import Runner
+
+Waiter = asyncio.Future  # Future[InferResponse] the caller awaits
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +31,14 @@ class SchedulerStatistics:
 
 class DefaultScheduler:
     def __init__(self, runners: list[Runner], max_queue: int = 4096) -> None:
-        self._idle: list[Runner] = list(runners)
         self._runners = list(runners)
-        self._queue: deque[tuple[InferRequest, asyncio.Future[InferResponse]]] = deque()
+        self._idle: list[Runner] = list(runners)
+        self._queue: deque[tuple[InferRequest, Waiter]] = deque()
         self._max_queue = max_queue
         self._executions = 0
         self._inferences = 0
+        for runner in self._runners:
+            runner.on_restart_failure(self._on_restart_failure)
 
     def statistics(self) -> SchedulerStatistics:
         return SchedulerStatistics(
@@ -39,54 +46,74 @@ class DefaultScheduler:
         )
 
     async def infer(self, request: InferRequest) -> InferResponse:
-        fut: asyncio.Future[InferResponse] = asyncio.get_running_loop().create_future()
+        waiter: Waiter = asyncio.get_running_loop().create_future()
         if self._idle and not self._queue:
-            # The execution runs in its own task so a caller that goes away (cancelling
-            # this await) never leaves an instance half-used.
-            asyncio.ensure_future(self._serve(self._idle.pop(), request, fut))
+            self._dispatch(self._idle.pop(), request, waiter)
         elif len(self._queue) >= self._max_queue:
             raise Unavailable("Exceeds maximum queue size")
         else:
-            self._queue.append((request, fut))
-        return await fut
+            self._queue.append((request, waiter))
+        return await waiter
 
-    async def _run(self, runner: Runner, request: InferRequest) -> InferResponse:
+    def _dispatch(self, runner: Runner, request: InferRequest, waiter: Waiter) -> None:
+        try:
+            done = runner.submit([request])
+        except TritiumError as exc:
+            _fail(waiter, exc)
+            runner.when_ready(partial(self._release, runner))
+            return
         self._executions += 1
         self._inferences += request.batch_size
-        responses = await runner.execute([request])
+        done.add_done_callback(partial(self._completed, runner, request, waiter))
+        waiter.add_done_callback(partial(_forward_cancel, runner, request))
+
+    def _completed(
+        self, runner: Runner, request: InferRequest, waiter: Waiter, done: asyncio.Future
+    ) -> None:
+        # Hand the runner its next request first: the worker restarts at once.
+        if runner.running:
+            self._release(runner)
+        else:
+            runner.when_ready(partial(self._release, runner))
+        if done.cancelled():
+            _fail(waiter, Cancelled("request was cancelled"))
+            return
+        exc = done.exception()
+        if exc is not None:
+            _fail(waiter, exc if isinstance(exc, TritiumError) else InternalError(str(exc)))
+            return
+        responses = done.result()
         if len(responses) != 1:
-            raise InternalError(f"instance '{runner.name}' returned {len(responses)} responses")
-        return responses[0]
+            _fail(waiter, InternalError(f"instance '{runner.name}' returned {len(responses)} responses"))
+        elif not waiter.done():
+            waiter.set_result(responses[0])
 
     def _release(self, runner: Runner) -> None:
         while self._queue:
-            request, fut = self._queue.popleft()
-            if fut.done():  # the waiter was cancelled (client went away)
+            request, waiter = self._queue.popleft()
+            if waiter.done():  # the caller went away while queued
                 continue
-            asyncio.ensure_future(self._serve(runner, request, fut))
+            self._dispatch(runner, request, waiter)
             return
         self._idle.append(runner)
 
-    async def _serve(
-        self, runner: Runner, request: InferRequest, fut: asyncio.Future[InferResponse]
-    ) -> None:
-        try:
-            response = await self._run(runner, request)
-        except TritiumError as exc:
-            if not fut.done():
-                fut.set_exception(exc)
-        except Exception as exc:  # noqa: BLE001 - never lose a waiter
-            if not fut.done():
-                fut.set_exception(InternalError(f"internal error: {exc}"))
-        else:
-            if not fut.done():
-                fut.set_result(response)
-        finally:
-            self._release(runner)
+    def _on_restart_failure(self) -> None:
+        # With no instance able to run, queued requests would wait indefinitely.
+        if not any(r.running for r in self._runners):
+            self.fail_all(Unavailable("no instance of the model is running"))
 
     def fail_all(self, error: TritiumError) -> None:
-        """Fail every queued request (model unloading)."""
+        """Fail every queued request (model unloading, no instance left)."""
         while self._queue:
-            _, fut = self._queue.popleft()
-            if not fut.done():
-                fut.set_exception(error)
+            _, waiter = self._queue.popleft()
+            _fail(waiter, error)
+
+
+def _fail(waiter: Waiter, error: BaseException) -> None:
+    if not waiter.done():
+        waiter.set_exception(error)
+
+
+def _forward_cancel(runner: Runner, request: InferRequest, waiter: Waiter) -> None:
+    if waiter.cancelled():
+        runner.cancel(request)

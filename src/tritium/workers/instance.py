@@ -44,6 +44,8 @@ class ModelInstance:
         self._ready = asyncio.Event()
         self._restart_task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._ready_waiters: list[Callable[[], None]] = []
+        self._failure_listeners: list[Callable[[], None]] = []
         self.executions = 0
         self.restarts = 0
 
@@ -71,6 +73,20 @@ class ModelInstance:
         self.process = process
         process.on_exit = self._on_exit
         self._ready.set()
+        waiters, self._ready_waiters = self._ready_waiters, []
+        for callback in waiters:
+            callback()
+
+    def when_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the instance is running again (now if it is)."""
+        if self._ready.is_set():
+            callback()
+        elif not self._stopping:
+            self._ready_waiters.append(callback)
+
+    def on_restart_failure(self, callback: Callable[[], None]) -> None:
+        """``callback`` runs after every failed restart attempt."""
+        self._failure_listeners.append(callback)
 
     def _on_exit(self, process: WorkerProcess) -> None:
         if self._stopping or process is not self.process:
@@ -93,6 +109,8 @@ class ModelInstance:
             except Exception as exc:  # noqa: BLE001 - keep trying, report each failure
                 log.error("restart of instance '%s' failed: %s", self.name, exc)
                 attempt += 1
+                for callback in self._failure_listeners:
+                    callback()
                 continue
             if self._stopping:
                 await process.stop(1.0)
@@ -102,15 +120,28 @@ class ModelInstance:
             log.info("instance '%s' restarted (pid %s)", self.name, process.pid)
             return
 
+    @property
+    def running(self) -> bool:
+        return self._ready.is_set()
+
+    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
+        """Start ``batch`` now; see :meth:`WorkerProcess.submit`."""
+        if not self._ready.is_set() or self.process is None:
+            raise Unavailable(f"instance '{self.name}' is not running")
+        self.executions += 1
+        return self.process.submit(batch)
+
+    def cancel(self, request: InferRequest) -> None:
+        if self.process is not None:
+            self.process.cancel(request)
+
     async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
         if not self._ready.is_set():
             try:
                 await asyncio.wait_for(self._ready.wait(), RESTART_WAIT_S)
             except asyncio.TimeoutError:
                 raise Unavailable(f"instance '{self.name}' is restarting") from None
-        assert self.process is not None
-        self.executions += 1
-        return await self.process.execute(batch)
+        return await self.submit(batch)
 
     async def stop(self, timeout: float) -> None:
         self._stopping = True

@@ -61,6 +61,8 @@ class WorkerProcess:
         self._transport: asyncio.Transport | None = None
         self._fd_sock: socket.socket | None = None
         self._pending: asyncio.Future[Any] | None = None
+        # The batch in flight and the future its responses go to (at most one).
+        self._batch: tuple[list[InferRequest], asyncio.Future[list[InferResponse]]] | None = None
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
@@ -113,6 +115,9 @@ class WorkerProcess:
     # -- messaging --------------------------------------------------------------------
 
     def _on_message(self, message: Any) -> None:
+        if self._batch is not None:
+            self._on_batch_message(message)
+            return
         fut = self._pending
         self._pending = None
         if fut is not None and not fut.done():
@@ -124,10 +129,16 @@ class WorkerProcess:
         if not self._alive:
             return
         self._alive = False
+        died = WorkerDied(f"instance '{self.label}' exited unexpectedly")
         fut = self._pending
         self._pending = None
         if fut is not None and not fut.done():
-            fut.set_exception(WorkerDied(f"instance '{self.label}' exited unexpectedly"))
+            fut.set_exception(died)
+        if self._batch is not None:
+            _, batch_fut = self._batch
+            self._batch = None
+            if not batch_fut.done():
+                batch_fut.set_exception(died)
         if self.on_exit is not None:
             self.on_exit(self)
 
@@ -222,8 +233,16 @@ class WorkerProcess:
     # -- execution --------------------------------------------------------------------
 
     async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
-        """Run one batch; one response per request, errors included (never raises for
-        model errors; raises WorkerDied when the process is gone)."""
+        return await self.submit(batch)
+
+    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
+        """Start one batch now (synchronously: inputs written, message sent) and return
+        the future of its responses, one per request. Model errors arrive as per-response
+        errors; the future fails only when the worker is gone or the reply is malformed."""
+        if not self._alive or self._transport is None:
+            raise WorkerDied(f"instance '{self.label}' is not running")
+        if self._batch is not None or self._pending is not None:
+            raise InternalError(f"instance '{self.label}' is busy")
         items = []
         sizes = []
         raws = []
@@ -258,14 +277,43 @@ class WorkerProcess:
                     "inputs": inputs,
                 }
             )
-        reply = await self.call({"op": "exec", "requests": items})
-        while reply.get("op") == "need":
-            self._replace_arena("out", int(reply["size"]))
-            reply = await self.call({"op": "continue"})
-        ready = reply.get("ready")
+        fut: asyncio.Future[list[InferResponse]] = asyncio.get_running_loop().create_future()
+        self._batch = (batch, fut)
+        self._transport.write(encode({"op": "exec", "requests": items}))
+        return fut
+
+    def cancel(self, request: InferRequest) -> None:
+        """Raise the cancellation flag the model sees through ``request.is_cancelled()``."""
+        if self._batch is None or self._in_arena is None or self._in_arena.buf is None:
+            return
+        for index, queued in enumerate(self._batch[0]):
+            if queued is request:
+                self._in_arena.buf[index] = 1
+                return
+
+    def _on_batch_message(self, message: dict[str, Any]) -> None:
+        op = message.get("op")
+        if op == "need":
+            # Outputs did not fit: give the worker a bigger output arena and let it go on.
+            self._replace_arena("out", int(message["size"]))
+            self._send({"op": "continue"})
+            return
+        assert self._batch is not None
+        batch, fut = self._batch
+        self._batch = None
+        if fut.done():
+            return
+        if op == "error":
+            fut.set_exception(error_from_code(message.get("code", "INTERNAL"), message["message"]))
+            return
+        ready = message.get("ready")
         if ready is not None:
             self.model_ready = bool(ready)
-        return self._read_responses(batch, reply)
+        try:
+            fut.set_result(self._read_responses(batch, message))
+        except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
+            log.exception("%s: malformed reply from worker", self.label)
+            fut.set_exception(InternalError(f"instance '{self.label}' returned a malformed reply: {exc}"))
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
         out_buf = self._out_arena.buf if self._out_arena is not None else None

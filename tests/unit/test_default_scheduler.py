@@ -1,0 +1,166 @@
+"""DefaultScheduler with fake runners: dispatch, queueing, bounds, failures, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tritium.core import InferRequest, InferResponse
+from tritium.core.errors import Unavailable
+from tritium.scheduling import DefaultScheduler
+
+
+class FakeRunner:
+    """Completes batches only when the test says so."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.running = True
+        self.inflight: list[tuple[list[InferRequest], asyncio.Future]] = []
+        self.cancelled: list[InferRequest] = []
+        self.ready_callbacks: list = []
+        self.failure_callbacks: list = []
+
+    def submit(self, batch):
+        if not self.running:
+            raise Unavailable(f"instance '{self.name}' is not running")
+        assert not self.inflight, "a busy runner was given a second batch"
+        fut = asyncio.get_running_loop().create_future()
+        self.inflight.append((batch, fut))
+        return fut
+
+    def finish(self) -> None:
+        batch, fut = self.inflight.pop()
+        fut.set_result([InferResponse(r.model_name, "1", r.id) for r in batch])
+
+    def die(self) -> None:
+        batch, fut = self.inflight.pop()
+        self.running = False
+        fut.set_exception(Unavailable(f"instance '{self.name}' exited unexpectedly"))
+
+    def revive(self) -> None:
+        self.running = True
+        callbacks, self.ready_callbacks = self.ready_callbacks, []
+        for cb in callbacks:
+            cb()
+
+    def cancel(self, request):
+        self.cancelled.append(request)
+
+    def when_ready(self, callback):
+        if self.running:
+            callback()
+        else:
+            self.ready_callbacks.append(callback)
+
+    def on_restart_failure(self, callback):
+        self.failure_callbacks.append(callback)
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def _req(i: int) -> InferRequest:
+    return InferRequest("m", id=str(i))
+
+
+def test_requests_run_on_free_runners_then_queue_in_order():
+    async def main():
+        a, b = FakeRunner("a"), FakeRunner("b")
+        sched = DefaultScheduler([a, b])
+        tasks = [asyncio.ensure_future(sched.infer(_req(i))) for i in range(4)]
+        await _settle()
+        assert len(a.inflight) == 1 and len(b.inflight) == 1
+        assert sched.statistics().queued == 2
+        b.finish()
+        await _settle()
+        assert [r.id for r in b.inflight[0][0]] == ["2"]  # FIFO
+        for runner in (a, b, a, b):
+            if runner.inflight:
+                runner.finish()
+                await _settle()
+        results = await asyncio.gather(*tasks)
+        assert [r.id for r in results] == ["0", "1", "2", "3"]
+        assert sched.statistics().executions == 4
+
+    asyncio.run(main())
+
+
+def test_full_queue_rejects_with_triton_message():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner], max_queue=1)
+        first = asyncio.ensure_future(sched.infer(_req(0)))
+        second = asyncio.ensure_future(sched.infer(_req(1)))
+        await _settle()
+        with pytest.raises(Unavailable, match="Exceeds maximum queue size"):
+            await sched.infer(_req(2))
+        runner.finish()
+        await _settle()
+        runner.finish()
+        await asyncio.gather(first, second)
+
+    asyncio.run(main())
+
+
+def test_dead_runner_fails_its_request_and_is_reused_after_restart():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        first = asyncio.ensure_future(sched.infer(_req(0)))
+        queued = asyncio.ensure_future(sched.infer(_req(1)))
+        await _settle()
+        runner.die()
+        await _settle()
+        with pytest.raises(Unavailable, match="exited unexpectedly"):
+            await first
+        assert not runner.inflight and not queued.done()  # waits for the restart
+        runner.revive()
+        await _settle()
+        runner.finish()
+        assert (await queued).id == "1"
+
+    asyncio.run(main())
+
+
+def test_failed_restart_fails_queued_requests_when_no_runner_is_left():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        first = asyncio.ensure_future(sched.infer(_req(0)))
+        queued = asyncio.ensure_future(sched.infer(_req(1)))
+        await _settle()
+        runner.die()
+        await _settle()
+        for cb in runner.failure_callbacks:
+            cb()
+        with pytest.raises(Unavailable, match="no instance of the model is running"):
+            await queued
+        with pytest.raises(Unavailable):
+            await first
+
+    asyncio.run(main())
+
+
+def test_cancelled_caller_is_forwarded_and_runner_stays_consistent():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        first = asyncio.ensure_future(sched.infer(_req(0)))
+        queued = asyncio.ensure_future(sched.infer(_req(1)))
+        third = asyncio.ensure_future(sched.infer(_req(2)))
+        await _settle()
+        first.cancel()
+        queued.cancel()  # cancelled while queued: never dispatched
+        await _settle()
+        assert [r.id for r in runner.cancelled] == ["0"]
+        runner.finish()  # the cancelled batch still completes on the instance
+        await _settle()
+        assert [r.id for r in runner.inflight[0][0]] == ["2"]
+        runner.finish()
+        assert (await third).id == "2"
+
+    asyncio.run(main())
