@@ -178,7 +178,8 @@ def test_tritonclient_infer(clients, case, binary):
         their_value, our_value = theirs.as_numpy(name), ours.as_numpy(name)
         np.testing.assert_array_equal(our_value, their_value)
         if value.dtype == np.object_ and not binary:
-            value = value.astype(str)  # tritonclient gives JSON BYTES back as str
+            # tritonclient gives JSON BYTES back as str
+            value = np.array([v.decode() for v in value.reshape(-1)], dtype=np.object_)
         np.testing.assert_array_equal(their_value, value)
 
 

@@ -97,3 +97,59 @@ def test_duplicate_model_across_repositories_is_an_error(tmp_path):
     )
     assert proc.returncode != 0
     assert "add_sub" in proc.stdout + proc.stderr
+
+
+def test_sigterm_lets_in_flight_requests_finish():
+    import threading
+
+    server = ServerProcess([TEST_MODELS], ["--exit-on-error=false"]).start()
+    result: dict = {}
+
+    def call():
+        client = httpclient.InferenceServerClient(server.http_url, network_timeout=30)
+        inp = httpclient.InferInput("MS", [1], "INT32")
+        inp.set_data_from_numpy(np.array([800], np.int32))
+        try:
+            result["pid"] = int(client.infer("sleeper", [inp]).as_numpy("PID")[0])
+        except Exception as exc:  # noqa: BLE001 - reported by the assertion below
+            result["error"] = exc
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=call)
+    thread.start()
+    time.sleep(0.3)  # the request is executing now
+    server.signal(signal.SIGTERM)
+    thread.join(30)
+    assert server.wait(60) == 0
+    assert "error" not in result, result.get("error")
+    assert result["pid"] > 0
+
+
+def test_kill_9_of_the_server_takes_workers_down():
+    server = ServerProcess([EXAMPLES]).start()
+    workers = _children(server.proc.pid)
+    assert workers
+    server.signal(signal.SIGKILL)
+    server.wait(30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+        os.path.exists(f"/proc/{pid}") and not _is_zombie(pid) for pid in workers
+    ):
+        time.sleep(0.05)
+    alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and not _is_zombie(pid)]
+    assert alive == []
+
+
+def test_explicit_model_control_loads_only_named_models():
+    with ServerProcess(
+        [EXAMPLES], ["--model-control-mode=explicit", "--load-model=add_sub"]
+    ) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            assert client.is_model_ready("add_sub")
+            assert not client.is_model_ready("identity")
+            assert client.is_server_ready()
+        finally:
+            client.close()
+        assert "| add_sub" in server.log and "| identity" not in server.log

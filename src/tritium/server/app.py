@@ -49,7 +49,14 @@ class Server:
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
-        await self.models.load_all()
+        mode = self.settings.model_control_mode
+        only = None
+        if mode == "explicit":
+            names = set(self.settings.load_model)
+            only = None if "*" in names else names
+        elif mode == "poll":
+            log.warning("--model-control-mode=poll is not supported yet; models load once")
+        await self.models.load_all(only)
         log.info("\n%s", _model_table(self.models.table()))
         failed = [r for r in self.models.table() if not r[2].startswith("READY")]
         if failed and self.settings.exit_on_error:

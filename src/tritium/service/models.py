@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,10 +153,21 @@ class ModelManager:
 
     # -- loading ------------------------------------------------------------------------
 
-    async def load_all(self) -> None:
+    async def load_all(self, only: Collection[str] | None = None) -> None:
+        """Load every model of the repositories (or just ``only``, for explicit control)."""
         sources = await asyncio.get_running_loop().run_in_executor(
             None, repo.scan_repositories, self.roots
         )
+        if only is not None:
+            unknown = sorted(set(only) - set(sources))
+            for name in unknown:
+                self.models[name] = ModelEntry(
+                    name,
+                    repo.ModelSource(name, Path(), Path()),
+                    state="UNAVAILABLE",
+                    reason=f"failed to load '{name}', failed to poll from model repository",
+                )
+            sources = {name: src for name, src in sources.items() if name in only}
         for name, source in sources.items():
             self.models[name] = ModelEntry(name, source, state="LOADING")
         await asyncio.gather(*(self._load(self.models[name]) for name in sorted(sources)))
