@@ -206,7 +206,10 @@ class Pair:
     ) -> tuple[Reply, Reply]:
         """POST the same infer request to both; ``path`` is e.g. ``add_sub/versions/1``."""
         body, headers = infer_body(
-            inputs, binary_inputs=binary_inputs, outputs=outputs, parameters=parameters,
+            inputs,
+            binary_inputs=binary_inputs,
+            outputs=outputs,
+            parameters=parameters,
             request_id=request_id,
         )
         return self.both("POST", f"/v2/models/{path}/infer", body, headers)
@@ -260,7 +263,10 @@ class TritonProcess:
         ]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         self.port = port

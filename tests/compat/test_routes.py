@@ -39,23 +39,6 @@ NOT_LOADED = [
 ]
 INIT_FAILS = [("init_fails", None), ("init_fails", "1")]
 
-VERSION_METADATA = pytest.mark.xfail(
-    reason="GET /v2/models/versioned/versions/N: Triton lists only the asked version in "
-    "'versions' ([\"N\"]); tritium lists every loaded version ([\"1\",\"2\",\"3\"])",
-    strict=True,
-)
-UNVERSIONED_INIT_FAILS = pytest.mark.xfail(
-    reason="model with no loaded version, no version asked: Triton answers 404, tritium 503 "
-    "(same text \"Request for unknown model: 'init_fails' has no available versions\")",
-    strict=True,
-)
-VERSIONED_INIT_FAILS = pytest.mark.xfail(
-    reason="version that failed to load: Triton says \"... version 1 is not at ready state\", "
-    "tritium \"... version 1 is not ready\" (both 503)",
-    strict=True,
-)
-
-
 def _model_path(model: str, version: str | None) -> str:
     return f"/v2/models/{model}" + (f"/versions/{version}" if version else "")
 
@@ -85,20 +68,18 @@ def test_server_metadata(pair):
     assert set(mine["extensions"]) <= set(real["extensions"])
 
 
-def _cases(*, by_version_metadata: bool) -> list:
-    """LOADED, NOT_LOADED and init_fails, with the known differences marked."""
-    cases = []
-    for model, version in LOADED + NOT_LOADED:
-        marks = []
-        if by_version_metadata and model == "versioned" and version in ("1", "2", "3"):
-            marks.append(VERSION_METADATA)
-        cases.append(pytest.param(model, version, marks=marks, id=_ids([(model, version)])[0]))
-    cases.append(pytest.param("init_fails", None, marks=UNVERSIONED_INIT_FAILS, id="init_fails"))
-    cases.append(pytest.param("init_fails", "1", marks=VERSIONED_INIT_FAILS, id="init_fails@1"))
+def _cases() -> list:
+    """LOADED, NOT_LOADED and init_fails."""
+    cases = [
+        pytest.param(model, version, id=_ids([(model, version)])[0])
+        for model, version in LOADED + NOT_LOADED
+    ]
+    cases.append(pytest.param("init_fails", None, id="init_fails"))
+    cases.append(pytest.param("init_fails", "1", id="init_fails@1"))
     return cases
 
 
-@pytest.mark.parametrize("model,version", _cases(by_version_metadata=True))
+@pytest.mark.parametrize("model,version", _cases())
 def test_model_metadata(pair, model, version):
     theirs, ours = pair.both("GET", _model_path(model, version))
     assert ours.status == theirs.status
@@ -118,7 +99,7 @@ def test_model_ready(pair, model, version):
     assert ours.content_type == theirs.content_type
 
 
-@pytest.mark.parametrize("model,version", _cases(by_version_metadata=False))
+@pytest.mark.parametrize("model,version", _cases())
 def test_model_config(pair, model, version):
     # No field needs normalising for these models: tritium fills every default Triton fills.
     theirs, ours = pair.both("GET", _model_path(model, version) + "/config")
@@ -142,8 +123,8 @@ def test_model_config(pair, model, version):
             "POST",
             "/v2/models/add_sub",
             marks=pytest.mark.xfail(
-                reason="POST on the model metadata route: both 405 {\"error\":\"Method Not "
-                "Allowed\"}, but Triton says Content-Type application/json, tritium text/plain",
+                reason='POST on the model metadata route: both 405 {"error":"Method Not '
+                'Allowed"}, but Triton says Content-Type application/json, tritium text/plain',
                 strict=True,
             ),
         ),

@@ -98,3 +98,40 @@ def test_unparsable_json_is_400(server):
     status, body = _get(server, "/v2/models/add_sub/infer", method="POST", body=b"{bad json")
     assert status == 400
     assert "error" in json.loads(body)
+
+
+def test_model_statistics_count_requests_and_executions(server, http_client):
+    import numpy as np
+    import tritonclient.http as httpclient
+
+    before = http_client.get_inference_statistics("string_upper")["model_stats"][0]
+    inp = httpclient.InferInput("TEXT", [1], "BYTES")
+    inp.set_data_from_numpy(np.array([b"x"], dtype=np.object_))
+    for _ in range(3):
+        http_client.infer("string_upper", [inp])
+    stats = http_client.get_inference_statistics("string_upper")["model_stats"]
+    assert len(stats) == 1 and stats[0]["name"] == "string_upper" and stats[0]["version"] == "1"
+    after = stats[0]
+    assert after["inference_count"] - before["inference_count"] == 3
+    assert after["execution_count"] - before["execution_count"] == 3
+    success = after["inference_stats"]["success"]
+    assert success["count"] - before["inference_stats"]["success"]["count"] == 3
+    assert success["ns"] > 0
+    assert after["inference_stats"]["compute_infer"]["count"] >= 3
+    assert [b["batch_size"] for b in after["batch_stats"]] == [1]
+    assert set(after) == {
+        "name", "version", "last_inference", "inference_count", "execution_count",
+        "inference_stats", "response_stats", "batch_stats", "memory_usage",
+    }
+
+
+def test_statistics_of_all_models_and_errors(server):
+    status, body = _get(server, "/v2/models/stats")
+    assert status == 200
+    names = {s["name"] for s in json.loads(body)["model_stats"]}
+    assert {"add_sub", "identity", "string_upper"} <= names
+    status, body = _get(server, "/v2/models/nope/stats")
+    assert (status, json.loads(body)) == (400, {"error": "requested model 'nope' is not available"})
+    status, body = _get(server, "/v2/models/add_sub/versions/3/stats")
+    assert status == 400
+    assert json.loads(body) == {"error": "requested model version is not available for model 'add_sub'"}

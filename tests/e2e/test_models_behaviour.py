@@ -26,7 +26,7 @@ def _error_of(fn) -> InferenceServerException:
 def test_execute_raising_gives_clear_error_and_instance_keeps_serving(http_client):
     exc = _error_of(lambda: _faulty(http_client, "raise"))
     assert exc.status() == "500"
-    assert "Failed to process the request(s) for model instance 'faulty_0'" in exc.message()
+    assert "Failed to process the request(s) for model 'faulty_0'" in exc.message()
     assert "ValueError: model exploded" in exc.message()
     assert "Traceback" not in exc.message()
     assert _faulty(http_client, "ok").as_numpy("OUT").shape == (1,)

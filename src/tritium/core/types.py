@@ -62,6 +62,7 @@ class InferRequest:
     timeout_us: int = 0
     # Filled by the service once the request is accepted.
     arrival_ns: int = 0
+    dispatch_ns: int = 0  # when an instance started it (queue time = dispatch - arrival)
     batch_size: int = 1
 
 

@@ -151,9 +151,9 @@ class ModelSignature:
             seen: set[str] = set()
             for out in request.outputs:
                 if out.name not in self.outputs:
+                    # Triton words this one without the request-id prefix.
                     raise InvalidArgument(
-                        f"{_request_tag(request)}unexpected inference output '{out.name}' "
-                        f"for model '{model}'"
+                        f"unexpected inference output '{out.name}' for model '{model}'"
                     )
                 if out.name in seen:
                     raise InvalidArgument(

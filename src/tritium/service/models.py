@@ -18,6 +18,7 @@ from typing import Any
 from tritium import config as cfg
 from tritium import repository as repo
 from tritium.core.errors import NotFound, TritiumError, Unavailable
+from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import DefaultScheduler
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
@@ -46,8 +47,10 @@ class LoadedVersion:
         version: int,
         config: dict[str, Any],
         instances: list[ModelInstance],
+        stats: ModelStatistics,
     ) -> None:
         self.name = name
+        self.stats = stats
         self.version = version
         self.version_str = str(version)
         self.config = config
@@ -124,12 +127,12 @@ class ModelManager:
                 )
             if status.loaded is None:
                 raise Unavailable(
-                    f"Request for unknown model: '{name}' version {version} is not ready"
+                    f"Request for unknown model: '{name}' version {version} is not at ready state"
                 )
             return status.loaded
         loaded = entry.default_version()
         if loaded is None:
-            raise Unavailable(f"Request for unknown model: '{name}' has no available versions")
+            raise NotFound(f"Request for unknown model: '{name}' has no available versions")
         return loaded
 
     def all_ready(self) -> bool:
@@ -295,7 +298,8 @@ class ModelManager:
                     await process.stop(1.0)
                 raise
 
-        instances = [ModelInstance(spec, starter) for spec in _instance_specs(config)]
+        stats = ModelStatistics()
+        instances = [ModelInstance(spec, starter, stats) for spec in _instance_specs(config)]
         results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
@@ -304,7 +308,7 @@ class ModelManager:
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{entry.name}': {first}")
-        return LoadedVersion(entry.name, version, config, instances)
+        return LoadedVersion(entry.name, version, config, instances, stats)
 
     # -- shutdown -----------------------------------------------------------------------
 

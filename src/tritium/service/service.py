@@ -10,11 +10,12 @@ from typing import Any
 from tritium import __version__
 from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
-from tritium.core.errors import Unavailable
+from tritium.core.errors import InvalidArgument, TritiumError, Unavailable
 from tritium.service.models import ModelManager
 
 EXTENSIONS = [
     "classification",
+    "statistics",
     "binary_tensor_data",
     "parameters",
     "model_configuration",
@@ -51,7 +52,12 @@ class Service:
     def model_metadata(self, name: str, version: str) -> dict[str, Any]:
         loaded = self.models.get(name, version)
         entry = self.models.models[name]
-        versions = [str(v) for v in sorted(entry.versions) if entry.versions[v].loaded is not None]
+        if version:
+            versions = [loaded.version_str]  # Triton lists only the version asked for
+        else:
+            versions = [
+                str(v) for v in sorted(entry.versions) if entry.versions[v].loaded is not None
+            ]
         sig = loaded.signature
         return {
             "name": name,
@@ -64,6 +70,34 @@ class Service:
     def model_config(self, name: str, version: str) -> dict[str, Any]:
         return self.models.get(name, version).config
 
+    def model_statistics(self, name: str, version: str) -> dict[str, Any]:
+        """Triton's statistics extension: all models when ``name`` is empty."""
+        stats = []
+        if not name:
+            for model in sorted(self.models.models):
+                entry = self.models.models[model]
+                for number in sorted(entry.versions):
+                    loaded = entry.versions[number].loaded
+                    if loaded is not None:
+                        stats.append(loaded.stats.as_json(model, loaded.version_str))
+            return {"model_stats": stats}
+        entry = self.models.models.get(name)
+        if entry is None:
+            raise InvalidArgument(f"requested model '{name}' is not available")
+        if version:
+            try:
+                loaded = self.models.get(name, version)
+            except TritiumError:
+                raise InvalidArgument(
+                    f"requested model version is not available for model '{name}'"
+                ) from None
+            return {"model_stats": [loaded.stats.as_json(name, loaded.version_str)]}
+        for number in sorted(entry.versions):
+            loaded = entry.versions[number].loaded
+            if loaded is not None:
+                stats.append(loaded.stats.as_json(name, loaded.version_str))
+        return {"model_stats": stats}
+
     # -- inference ---------------------------------------------------------------------------
 
     async def infer(self, request: InferRequest) -> InferResponse:
@@ -71,13 +105,16 @@ class Service:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
         loaded.signature.validate(request)
-        request.arrival_ns = now_ns()
-        response = await loaded.scheduler.infer(request)
+        request.arrival_ns = start = now_ns()
+        try:
+            response = await loaded.scheduler.infer(request)
+        except TritiumError:
+            loaded.stats.record_request(False, now_ns() - start, 0)
+            raise
+        loaded.stats.record_request(
+            response.error is None, now_ns() - start, request.dispatch_ns - start
+        )
         response.model_name = loaded.name
         response.model_version = loaded.version_str
         response.id = request.id
-        if response.error is None and request.outputs is not None and len(response.outputs) > 1:
-            # The worker returns only requested outputs; put them in the requested order.
-            order = {o.name: i for i, o in enumerate(request.outputs)}
-            response.outputs.sort(key=lambda t: order.get(t.name, len(order)))
         return response

@@ -12,10 +12,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from tritium.core import InferRequest, InferResponse
+from tritium.core.clock import now_ns
 from tritium.core.errors import Unavailable
+from tritium.core.statistics import ModelStatistics
 from tritium.workers.process import WorkerProcess
 
 log = logging.getLogger("tritium.workers")
@@ -36,8 +39,11 @@ Starter = Callable[["ModelInstance"], Awaitable[WorkerProcess]]
 
 
 class ModelInstance:
-    def __init__(self, spec: InstanceSpec, starter: Starter) -> None:
+    def __init__(
+        self, spec: InstanceSpec, starter: Starter, stats: ModelStatistics | None = None
+    ) -> None:
         self.spec = spec
+        self.stats = stats if stats is not None else ModelStatistics()
         self.name = spec.name
         self._starter = starter
         self.process: WorkerProcess | None = None
@@ -128,8 +134,20 @@ class ModelInstance:
         """Start ``batch`` now; see :meth:`WorkerProcess.submit`."""
         if not self._ready.is_set() or self.process is None:
             raise Unavailable(f"instance '{self.name}' is not running")
+        now = now_ns()
+        for request in batch:
+            request.dispatch_ns = now
+        done = self.process.submit(batch)
         self.executions += 1
-        return self.process.submit(batch)
+        done.add_done_callback(partial(self._record, batch, self.process))
+        return done
+
+    def _record(self, batch: list[InferRequest], process: WorkerProcess, done: asyncio.Future) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return
+        input_ns, infer_ns, output_ns = process.last_timing
+        rows = sum(r.batch_size for r in batch)
+        self.stats.record_execution(rows, len(batch), input_ns, infer_ns, output_ns)
 
     def cancel(self, request: InferRequest) -> None:
         if self.process is not None:

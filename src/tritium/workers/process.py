@@ -25,6 +25,7 @@ from tritium.ipc import tensors as ipc_tensors
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
+_NO_TIMING = [0, 0, 0]
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -69,6 +70,8 @@ class WorkerProcess:
         self._alive = False
         # What the model's optional is_ready() said last (after init and each execution).
         self.model_ready = True
+        # Worker-measured ns of the last batch: building inputs, execute(), writing outputs.
+        self.last_timing: list[int] = _NO_TIMING
         self.on_exit: Callable[[WorkerProcess], None] | None = None
 
     @property
@@ -309,6 +312,7 @@ class WorkerProcess:
         ready = message.get("ready")
         if ready is not None:
             self.model_ready = bool(ready)
+        self.last_timing = message.get("t") or _NO_TIMING
         try:
             fut.set_result(self._read_responses(batch, message))
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us

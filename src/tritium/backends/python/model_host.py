@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,7 @@ class ModelHost:
         self.instance_name = self.model_name
         self._pending: list[tuple[int, list[Any]]] | None = None
         self._pending_replies: list[dict[str, Any]] | None = None
+        self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
 
     # -- loading ------------------------------------------------------------------------
 
@@ -180,18 +182,25 @@ class ModelHost:
         return requests
 
     def execute(self, items: list[dict[str, Any]], in_arena: Arena, out_arena: Arena) -> dict:
+        t0 = time.monotonic_ns()
         requests = self._build_requests(items, in_arena)
         n = len(requests)
+        t1 = time.monotonic_ns()
         try:
             result = self.model.execute(requests)
         except Exception as exc:
             traceback.print_exc()
             message = (
-                f"Failed to process the request(s) for model instance "
+                f"Failed to process the request(s) for model "
                 f"'{self.instance_name}', message: {_describe(exc)}"
             )
-            return {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
+            t2 = time.monotonic_ns()
+            reply = {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
+            reply["t"] = [t1 - t0, t2 - t1, 0]
+            return reply
+        t2 = time.monotonic_ns()
         replies, pending = self._collect(result, requests)
+        self._timing = [t1 - t0, t2 - t1, t2]
         return self._place(replies, pending, out_arena)
 
     def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any]]:
@@ -264,5 +273,7 @@ class ModelHost:
         for off, (index, name, wire, shape, array, raw, _size) in placed:
             nbytes = ipc_tensors.write(buf, off, np.ascontiguousarray(array) if raw is None else array, raw)
             replies[index]["outputs"].append([name, wire, shape, off, nbytes])
-        return {"op": "result", "responses": replies}
+        timing = self._timing
+        timing[2] = time.monotonic_ns() - timing[2]
+        return {"op": "result", "responses": replies, "t": timing}
 

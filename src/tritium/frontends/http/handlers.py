@@ -66,6 +66,8 @@ class KServeRoutes:
             add("GET", base + "/ready", self.model_ready)
             add("GET", base + "/config", self.model_config)
             add("POST", base + "/infer", self.infer)
+            add("GET", base + "/stats", self.model_statistics)
+        add("GET", "/v2/models/stats", self.model_statistics)
 
     # ------------------------------------------------------------ server
 
@@ -114,6 +116,14 @@ class KServeRoutes:
         except TritiumError as exc:
             return from_error(exc, CONTENT_TEXT)
         return EMPTY_OK if ready else _MODEL_NOT_READY
+
+    def model_statistics(self, request: HttpRequest, params: Params) -> HttpResponse:
+        try:
+            return json_response(
+                self._service.model_statistics(params.get("model", ""), params.get("version", ""))
+            )
+        except TritiumError as exc:
+            return from_error(exc)
 
     # ------------------------------------------------------------- infer
 

@@ -304,16 +304,23 @@ def _decode_inputs(
         tensors.append(tensor)
     if offset != end:
         raise InvalidArgument(f"unexpected additional input data for model '{model}'")
+    # Triton reports these once the request exists, so they carry the request-id tag.
+    tag = f"[request id: {request.id or '<id_unknown>'}] "
     if len(tensors) > 1 and len({t.name for t in tensors}) != len(tensors):
         seen: set[str] = set()
         for t in tensors:
             if t.name in seen:
-                raise InvalidArgument(f"input '{t.name}' already exists in request")
+                raise InvalidArgument(f"{tag}input '{t.name}' already exists in request")
             seen.add(t.name)
-    for tensor, count, chunk in pending:
-        tensor.data = tensor_from_bytes(
-            tensor.name, model, tensor.datatype, tensor.shape, count, chunk
-        )
+    try:
+        for tensor, count, chunk in pending:
+            tensor.data = tensor_from_bytes(
+                tensor.name, model, tensor.datatype, tensor.shape, count, chunk
+            )
+    except InvalidArgument as exc:
+        if exc.message.startswith("incomplete string data"):
+            raise  # the one binary-data message Triton leaves untagged
+        raise InvalidArgument(tag + exc.message) from None
     return tensors
 
 

@@ -1,0 +1,109 @@
+"""Per-model inference statistics with the fields of Triton's statistics extension.
+
+Counters only: plain integer additions on the event loop, read as a JSON snapshot by
+``GET /v2/models/{m}/stats`` (and later by metrics). Request-level numbers are recorded
+by the service; execution-level numbers by the instance that ran the batch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+class Duration:
+    __slots__ = ("count", "ns")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.ns = 0
+
+    def add(self, ns: int, count: int = 1) -> None:
+        self.count += count
+        self.ns += ns
+
+    def as_json(self) -> dict[str, int]:
+        return {"count": self.count, "ns": self.ns}
+
+
+class _BatchStats:
+    __slots__ = ("compute_input", "compute_infer", "compute_output")
+
+    def __init__(self) -> None:
+        self.compute_input = Duration()
+        self.compute_infer = Duration()
+        self.compute_output = Duration()
+
+
+class ModelStatistics:
+    """Counters for one model version."""
+
+    def __init__(self) -> None:
+        self.success = Duration()
+        self.fail = Duration()
+        self.queue = Duration()
+        self.compute_input = Duration()
+        self.compute_infer = Duration()
+        self.compute_output = Duration()
+        self.inference_count = 0
+        self.execution_count = 0
+        self.last_inference_ms = 0
+        self.batches: dict[int, _BatchStats] = {}
+
+    def record_request(self, ok: bool, total_ns: int, queue_ns: int) -> None:
+        (self.success if ok else self.fail).add(total_ns)
+        if ok:
+            self.queue.add(queue_ns)
+        self.last_inference_ms = time.time_ns() // 1_000_000
+
+    def record_execution(
+        self, rows: int, requests: int, input_ns: int, infer_ns: int, output_ns: int
+    ) -> None:
+        """One batch of ``requests`` requests (``rows`` along the batch dimension)."""
+        self.execution_count += 1
+        self.inference_count += rows
+        # Triton attributes the batch's compute times to every request in it.
+        self.compute_input.add(input_ns * requests, requests)
+        self.compute_infer.add(infer_ns * requests, requests)
+        self.compute_output.add(output_ns * requests, requests)
+        batch = self.batches.get(rows)
+        if batch is None:
+            batch = self.batches[rows] = _BatchStats()
+        batch.compute_input.add(input_ns)
+        batch.compute_infer.add(infer_ns)
+        batch.compute_output.add(output_ns)
+
+    def batch_size_counts(self) -> dict[int, int]:
+        """Executions per batch size (rows): how requests were merged."""
+        return {size: b.compute_infer.count for size, b in sorted(self.batches.items())}
+
+    def as_json(self, name: str, version: str) -> dict[str, Any]:
+        zero = {"count": 0, "ns": 0}
+        return {
+            "name": name,
+            "version": version,
+            "last_inference": self.last_inference_ms,
+            "inference_count": self.inference_count,
+            "execution_count": self.execution_count,
+            "inference_stats": {
+                "success": self.success.as_json(),
+                "fail": self.fail.as_json(),
+                "queue": self.queue.as_json(),
+                "compute_input": self.compute_input.as_json(),
+                "compute_infer": self.compute_infer.as_json(),
+                "compute_output": self.compute_output.as_json(),
+                "cache_hit": dict(zero),
+                "cache_miss": dict(zero),
+            },
+            "response_stats": {},
+            "batch_stats": [
+                {
+                    "batch_size": size,
+                    "compute_input": b.compute_input.as_json(),
+                    "compute_infer": b.compute_infer.as_json(),
+                    "compute_output": b.compute_output.as_json(),
+                }
+                for size, b in sorted(self.batches.items())
+            ],
+            "memory_usage": [],
+        }
