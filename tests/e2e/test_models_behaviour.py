@@ -178,3 +178,38 @@ def test_client_disconnect_reaches_is_cancelled(server):
     time.sleep(0.3)
     sock.close()
     assert server.wait_for_log(r"cancellable gone-77 cancelled=True", timeout=8)
+
+
+def test_instance_groups_names_kinds_and_processes(server):
+    def call(_):
+        client = httpclient.InferenceServerClient(server.http_url)
+        inp = httpclient.InferInput("MS", [1], "INT32")
+        inp.set_data_from_numpy(np.array([400], np.int32))
+        try:
+            r = client.infer("groups", [inp])
+            return (
+                r.as_numpy("NAME")[0].decode(),
+                r.as_numpy("KIND")[0].decode(),
+                r.as_numpy("DEVICE")[0].decode(),
+                int(r.as_numpy("PID")[0]),
+            )
+        finally:
+            client.close()
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        seen = sorted(pool.map(call, range(3)))
+    assert [s[:3] for s in seen] == [
+        ("cpu_pool_0", "CPU", "0"),
+        ("cpu_pool_1", "CPU", "0"),
+        ("groups_1_0", "MODEL", "0"),
+    ]
+    assert len({s[3] for s in seen}) == 3
+
+
+def test_kind_gpu_without_gpu_fails_to_load_with_reason(server, http_client):
+    from tritium.server.devices import gpu_count
+
+    if gpu_count():
+        pytest.skip("this machine has a GPU")
+    assert not http_client.is_model_ready("gpu_only")
+    assert server.wait_for_log(r"\| gpu_only .*UNAVAILABLE: .*KIND_GPU but no GPUs are available")

@@ -13,6 +13,7 @@ import signal
 import socket
 from pathlib import Path
 
+from tritium.server.devices import gpu_count
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
@@ -39,6 +40,7 @@ class Server:
             auto_complete=not settings.disable_auto_complete_config,
             model_config_name=settings.model_config_name,
             log_verbose=settings.log_verbose,
+            gpu_count=gpu_count(),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         self.service = Service(

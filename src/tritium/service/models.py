@@ -95,8 +95,9 @@ def _instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:
         kind = group.get("kind", "KIND_CPU").removeprefix("KIND_")
         count = int(group.get("count", 1))
         gpus = [int(g) for g in group.get("gpus", ())] if kind == "GPU" else [0]
-        for device in gpus:
-            for c in range(count):
+        # Triton's order and names: every count index on every listed device.
+        for c in range(count):
+            for device in gpus:
                 specs.append(InstanceSpec(f"{group['name']}_{c}", kind, device))
     return specs
 
