@@ -154,6 +154,8 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         "",
         markdown_table(results),
     ]
+    if meta.get("interrupted"):
+        out[2:2] = ["**Interrupted: partial results.**", ""]
     errors = [(r.scenario.name, *e) for r in results for e in r.errors()]
     if errors:
         out += ["", "## Errors", ""]

@@ -31,9 +31,14 @@ def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> 
         buf[offset : offset + n] = raw
         return n
     n = array.nbytes
-    if n:
-        dst = np.ndarray(array.shape, dtype=array.dtype, buffer=buf, offset=offset)
-        np.copyto(dst, array, casting="no")
+    if not n:
+        return 0
+    if array.flags.c_contiguous and array.dtype.byteorder != ">":
+        # One memcpy, no temporary: the common case.
+        buf[offset : offset + n] = array.data.cast("B")
+    else:
+        dst = np.ndarray(array.shape, dtype=array.dtype.newbyteorder("<"), buffer=buf, offset=offset)
+        np.copyto(dst, array, casting="equiv")
     return n
 
 

@@ -57,6 +57,8 @@ class ModelHost:
         self._pending: list[tuple[int, list[Any]]] | None = None
         self._pending_replies: list[dict[str, Any]] | None = None
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
+        self._all_outputs: list[str] = []
+        self._has_is_ready = False
 
     # -- loading ------------------------------------------------------------------------
 
@@ -109,6 +111,7 @@ class ModelHost:
 
     def initialize(self, message: dict[str, Any]) -> None:
         self.config = message["config"]
+        self._all_outputs = [o["name"] for o in self.config.get("output", ())]
         self.instance_name = message["instance_name"]
         args = {
             "model_config": json.dumps(self.config),
@@ -124,6 +127,7 @@ class ModelHost:
             init = getattr(self.model, "initialize", None)
             if init is not None:
                 init(args)
+            self._has_is_ready = callable(getattr(self.model, "is_ready", None))
         except Exception as exc:
             traceback.print_exc()
             raise ModelLoadError(
@@ -132,7 +136,7 @@ class ModelHost:
 
     @property
     def has_readiness_check(self) -> bool:
-        return callable(getattr(self.model, "is_ready", None))
+        return self._has_is_ready
 
     def is_ready(self) -> bool:
         """The model's optional ``is_ready()``; reported after init and every execution."""
@@ -165,7 +169,7 @@ class ModelHost:
             ]
             outputs = item["outputs"]
             if outputs is None:
-                outputs = [o["name"] for o in self.config.get("output", ())]
+                outputs = self._all_outputs
             requests.append(
                 pb_utils.InferenceRequest._from_server(
                     model_name=self.model_name,
@@ -230,7 +234,7 @@ class ModelHost:
                 code_name = _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
                 reply["error"] = [code_name, err.message()]
                 continue
-            wanted = set(request.requested_output_names())
+            wanted = request.requested_output_names()
             outputs = []
             try:
                 for tensor in response.output_tensors():
@@ -247,9 +251,9 @@ class ModelHost:
                 traceback.print_exc()
                 reply["error"] = ["INTERNAL", f"invalid output from model: {_describe(exc)}"]
                 continue
-            params = response.parameters()
-            if params and params != "{}":
-                reply["params"] = json.loads(params) if isinstance(params, str) else params
+            params = response._parameters_dict
+            if params:
+                reply["params"] = params
             reply["outputs"] = []
             pending.extend(outputs)
         return replies, pending
@@ -271,7 +275,7 @@ class ModelHost:
     def _write(self, replies: list[dict], placed: list[Any], arena: Arena) -> dict:
         buf = arena.buf
         for off, (index, name, wire, shape, array, raw, _size) in placed:
-            nbytes = ipc_tensors.write(buf, off, np.ascontiguousarray(array) if raw is None else array, raw)
+            nbytes = ipc_tensors.write(buf, off, array, raw)
             replies[index]["outputs"].append([name, wire, shape, off, nbytes])
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
