@@ -19,7 +19,7 @@ from tritium import config as cfg
 from tritium import repository as repo
 from tritium.core.errors import NotFound, TritiumError, Unavailable
 from tritium.core.statistics import ModelStatistics
-from tritium.scheduling import DefaultScheduler
+from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, DynamicBatcher
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
 
@@ -56,7 +56,7 @@ class LoadedVersion:
         self.config = config
         self.signature: ModelSignature = signature_from_config(config)
         self.instances = instances
-        self.scheduler = DefaultScheduler(instances)  # type: ignore[arg-type]
+        self.scheduler = make_scheduler(config, instances)
 
     @property
     def ready(self) -> bool:
@@ -87,6 +87,17 @@ class ModelEntry:
     def default_version(self) -> LoadedVersion | None:
         ready = [v for v in self.versions.values() if v.loaded is not None]
         return max(ready, key=lambda v: v.version).loaded if ready else None
+
+
+def make_scheduler(
+    config: dict[str, Any], instances: list[ModelInstance]
+) -> DefaultScheduler | DynamicBatcher:
+    """The dynamic batcher when the model asks for it (and can batch), else Triton's
+    default scheduler."""
+    if "dynamic_batching" in config and int(config.get("max_batch_size", 0)) > 0:
+        policy = BatchPolicy(BatchingConfig.from_config(config))
+        return DynamicBatcher(instances, policy)  # type: ignore[arg-type]
+    return DefaultScheduler(instances)  # type: ignore[arg-type]
 
 
 def _instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:

@@ -16,6 +16,7 @@ from tritium.service.models import ModelManager
 EXTENSIONS = [
     "classification",
     "statistics",
+    "schedule_policy",
     "binary_tensor_data",
     "parameters",
     "model_configuration",
