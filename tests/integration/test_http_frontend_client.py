@@ -88,6 +88,9 @@ class IdentityService:
     def output_labels(self, name: str, version: str, output: str):
         return ["zero", "one", "two"] if output == "OUTPUT0" else None
 
+    def submit(self, request: InferRequest) -> asyncio.Future:
+        return asyncio.ensure_future(self.infer(request))
+
     async def infer(self, request: InferRequest) -> InferResponse:
         self._model(request.model_name, request.model_version)
         self.requests.append(request)

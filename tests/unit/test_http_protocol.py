@@ -91,6 +91,9 @@ class IdentityService:
         self._check(name)
         return {"name": name, "max_batch_size": 0, "input": []}
 
+    def submit(self, request: InferRequest) -> asyncio.Future:
+        return asyncio.ensure_future(self.infer(request))
+
     async def infer(self, request: InferRequest) -> InferResponse:
         self._check(request.model_name)
         outputs = [

@@ -45,15 +45,20 @@ class DefaultScheduler:
             len(self._queue), len(self._idle), self._executions, self._inferences
         )
 
-    async def infer(self, request: InferRequest) -> InferResponse:
+    def submit(self, request: InferRequest) -> Waiter:
+        """Schedule ``request``; the future gets its response. Cancelling the future
+        drops a queued request or tells the running one it was cancelled."""
+        if not self._idle and len(self._queue) >= self._max_queue:
+            raise Unavailable("Exceeds maximum queue size")
         waiter: Waiter = asyncio.get_running_loop().create_future()
         if self._idle and not self._queue:
             self._dispatch(self._idle.pop(), request, waiter)
-        elif len(self._queue) >= self._max_queue:
-            raise Unavailable("Exceeds maximum queue size")
         else:
             self._queue.append((request, waiter))
-        return await waiter
+        return waiter
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        return await self.submit(request)
 
     def _dispatch(self, runner: Runner, request: InferRequest, waiter: Waiter) -> None:
         try:

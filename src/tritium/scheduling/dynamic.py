@@ -120,16 +120,22 @@ class DynamicBatcher:
             queued_by_level=policy.queued_by_level,
         )
 
-    async def infer(self, request: InferRequest) -> InferResponse:
+    def submit(self, request: InferRequest) -> Waiter:
+        """Queue ``request``; the future gets its response. Cancelling the future
+        abandons the request (dropped if queued, flagged if running)."""
         waiter: Waiter = asyncio.get_running_loop().create_future()
         entry = self._policy.enqueue(request, self._clock(), waiter)
+        waiter.add_done_callback(partial(self._on_waiter_done, entry))
         if self._idle:
             self._pump()
-        try:
-            return await waiter
-        except asyncio.CancelledError:
+        return waiter
+
+    def _on_waiter_done(self, entry: QueuedRequest, waiter: Waiter) -> None:
+        if waiter.cancelled():
             self._abandon(entry)
-            raise
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        return await self.submit(request)
 
     def fail_all(self, error: TritiumError) -> None:
         """Fail every queued request (model unloading, no instance left)."""

@@ -5,13 +5,15 @@ Behaviour lives here once; HTTP and gRPC only decode, call, encode and map error
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
 
 from tritium import __version__
 from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, TritiumError, Unavailable
-from tritium.service.models import ModelManager
+from tritium.service.models import LoadedVersion, ModelManager
 
 EXTENSIONS = [
     "classification",
@@ -101,21 +103,41 @@ class Service:
 
     # -- inference ---------------------------------------------------------------------------
 
-    async def infer(self, request: InferRequest) -> InferResponse:
+    def submit(self, request: InferRequest) -> asyncio.Future[InferResponse]:
+        """Validate and schedule ``request`` now; the future gets the response.
+
+        Raises at once for requests that cannot be accepted (unknown model, invalid
+        input, full queue). This is the frontends' fast path: no task, no coroutine.
+        """
         if self.stopping:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
         loaded.signature.validate(request)
-        request.arrival_ns = start = now_ns()
+        request.arrival_ns = now_ns()
         try:
-            response = await loaded.scheduler.infer(request)
+            done = loaded.scheduler.submit(request)
         except TritiumError:
-            loaded.stats.record_request(False, now_ns() - start, 0)
+            loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
             raise
-        loaded.stats.record_request(
-            response.error is None, now_ns() - start, request.dispatch_ns - start
-        )
-        response.model_name = loaded.name
-        response.model_version = loaded.version_str
-        response.id = request.id
-        return response
+        done.add_done_callback(partial(_finish, loaded, request))
+        return done
+
+    async def infer(self, request: InferRequest) -> InferResponse:
+        return await self.submit(request)
+
+
+def _finish(loaded: LoadedVersion, request: InferRequest, done: asyncio.Future) -> None:
+    """Stamp the response with what the client asked for and count it."""
+    if done.cancelled():
+        return
+    start = request.arrival_ns
+    if done.exception() is not None:
+        loaded.stats.record_request(False, now_ns() - start, 0)
+        return
+    response = done.result()
+    response.model_name = loaded.name
+    response.model_version = loaded.version_str
+    response.id = request.id
+    loaded.stats.record_request(
+        response.error is None, now_ns() - start, request.dispatch_ns - start
+    )

@@ -7,7 +7,9 @@ ready"; every other error is ``{"error": "<message>"}`` with the status of its c
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from functools import partial
 
 from tritium.core.errors import NotFound, TritiumError
 from tritium.frontends.http.compression import (
@@ -17,6 +19,7 @@ from tritium.frontends.http.compression import (
     response_encoding,
 )
 from tritium.frontends.http.infer_decode import (
+    OutputPrefs,
     decode_infer_request,
     decode_raw_request,
     parse_header_length,
@@ -27,6 +30,7 @@ from tritium.frontends.http.messages import (
     CONTENT_JSON,
     CONTENT_TEXT,
     EMPTY_OK,
+    DeferredResponse,
     HttpRequest,
     HttpResponse,
     error_response,
@@ -127,7 +131,8 @@ class KServeRoutes:
 
     # ------------------------------------------------------------- infer
 
-    async def infer(self, request: HttpRequest, params: Params) -> HttpResponse:
+    def infer(self, request: HttpRequest, params: Params) -> HttpResponse | DeferredResponse:
+        """Decode and submit now; the response is encoded when the model answers."""
         model = params["model"]
         version = params.get("version", "")
         service = self._service
@@ -153,14 +158,37 @@ class KServeRoutes:
             else:
                 config = service.model_config(model, version)
                 infer_request, prefs = decode_raw_request(model, version, body, config)
-            response = await service.infer(infer_request)
+            done = service.submit(infer_request)
+        except TritiumError as exc:
+            return from_error(exc)
+        except Exception as exc:
+            return _internal(exc, "inference")
+        return DeferredResponse(
+            done,
+            partial(
+                self._encode, model, version, infer_request.id, prefs,
+                request.headers.get("accept-encoding"),
+            ),
+        )
+
+    def _encode(
+        self,
+        model: str,
+        version: str,
+        request_id: str,
+        prefs: OutputPrefs,
+        accept: str | None,
+        done: asyncio.Future,
+    ) -> HttpResponse:
+        try:
+            response = done.result()
             if response.error is not None:
                 raise response.error
             classification = None
             if prefs.wants_classification:
                 classification = self._classification(model, response.model_version or version)
             chunks, json_length = encode_infer_response(
-                response, prefs, request_id=infer_request.id, classification=classification
+                response, prefs, request_id=request_id, classification=classification
             )
         except TritiumError as exc:
             return from_error(exc)
@@ -172,7 +200,6 @@ class KServeRoutes:
         else:
             content_type = CONTENT_BINARY
             headers.append((b"Inference-Header-Content-Length", b"%d" % json_length))
-        accept = request.headers.get("accept-encoding")
         if accept is not None:
             chosen = response_encoding(accept)
             if chosen is not None:

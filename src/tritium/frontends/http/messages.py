@@ -7,6 +7,8 @@ handlers never touch the transport.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -46,6 +48,16 @@ class HttpResponse:
     content_type: bytes | None = CONTENT_JSON
     headers: list[tuple[bytes, bytes]] | None = None
     close: bool = False
+
+
+@dataclass(slots=True)
+class DeferredResponse:
+    """A response that is not ready yet: ``finish(future)`` builds it once ``future``
+    completes. Lets a handler answer without a task or coroutine on the hot path;
+    cancelling ``future`` (the client went away) abandons the work."""
+
+    future: asyncio.Future
+    finish: Callable[[asyncio.Future], HttpResponse]
 
 
 def json_response(obj: object, status: int = 200) -> HttpResponse:

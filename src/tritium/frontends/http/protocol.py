@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import httptools
 
@@ -21,6 +22,7 @@ from tritium.frontends.http.compression import too_large_message
 from tritium.frontends.http.messages import (
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
+    DeferredResponse,
     HttpRequest,
     HttpResponse,
     error_response,
@@ -38,13 +40,14 @@ _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 class _Slot:
     """One request's place in the connection's response order."""
 
-    __slots__ = ("keep_alive", "http10", "response", "task")
+    __slots__ = ("keep_alive", "http10", "response", "task", "pending")
 
     def __init__(self, keep_alive: bool, http10: bool) -> None:
         self.keep_alive = keep_alive
         self.http10 = http10
         self.response: HttpResponse | None = None
         self.task: asyncio.Task | None = None
+        self.pending: asyncio.Future | None = None
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -92,6 +95,8 @@ class HttpProtocol(asyncio.Protocol):
         for slot in self._queue:
             if slot.task is not None:
                 slot.task.cancel()  # nobody is left to read the answer
+            if slot.pending is not None:
+                slot.pending.cancel()
         self._queue.clear()
         if not self.closed.done():
             self.closed.set_result(None)
@@ -238,6 +243,9 @@ class HttpProtocol(asyncio.Protocol):
             result = error_response(500, "internal error")
         if isinstance(result, HttpResponse):
             slot.response = result
+        elif isinstance(result, DeferredResponse):
+            slot.pending = result.future
+            result.future.add_done_callback(partial(self._deferred_done, slot, result.finish))
         else:
             slot.task = self._loop.create_task(self._complete(slot, result))
         if self._debug:
@@ -252,6 +260,21 @@ class HttpProtocol(asyncio.Protocol):
             logger.error("unexpected error in an HTTP handler", exc_info=exc)
             response = error_response(500, "internal error")
         slot.task = None
+        slot.response = response
+        if self._queue and self._queue[0] is slot:
+            self._flush()
+
+    def _deferred_done(
+        self, slot: _Slot, finish: Callable[[asyncio.Future], HttpResponse], done: asyncio.Future
+    ) -> None:
+        slot.pending = None
+        if done.cancelled():
+            return  # the connection is gone
+        try:
+            response = finish(done)
+        except Exception as exc:
+            logger.error("unexpected error in an HTTP handler", exc_info=exc)
+            response = error_response(500, "internal error")
         slot.response = response
         if self._queue and self._queue[0] is slot:
             self._flush()

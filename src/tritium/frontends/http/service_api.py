@@ -7,6 +7,7 @@ subclasses, mapped to HTTP status codes by :mod:`tritium.frontends.http.status`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -37,6 +38,11 @@ class InferenceService(Protocol):
 
     async def infer(self, request: InferRequest) -> InferResponse:
         """Raises TritiumError, or returns a response whose ``error`` is set."""
+        ...
+
+    def submit(self, request: InferRequest) -> asyncio.Future[InferResponse]:
+        """Schedule now (raising at once for requests that cannot be accepted); the
+        future gets the response. Cancelling the future abandons the request."""
         ...
 
 
