@@ -3,6 +3,7 @@
 from tritium.ipc.arena import Arena, align, grow_size
 from tritium.ipc.framing import (
     FrameDecoder,
+    MessageReader,
     encode,
     recv_fd,
     recv_message,
@@ -13,6 +14,7 @@ from tritium.ipc.framing import (
 __all__ = [
     "Arena",
     "FrameDecoder",
+    "MessageReader",
     "align",
     "encode",
     "grow_size",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections import deque
 from typing import Any
 
 import orjson
@@ -47,6 +48,26 @@ class FrameDecoder:
         if pos:
             del buf[:pos]
         return out
+
+
+class MessageReader:
+    """Blocking reader of framed messages: one ``recv`` usually yields a whole message
+    (or several), instead of one call for the length and another for the body."""
+
+    __slots__ = ("_sock", "_decoder", "_ready")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._decoder = FrameDecoder()
+        self._ready: deque[Any] = deque()
+
+    def next(self) -> Any:
+        while not self._ready:
+            data = self._sock.recv(1 << 16)
+            if not data:
+                raise EOFError("peer closed the control socket")
+            self._ready.extend(self._decoder.feed(data))
+        return self._ready.popleft()
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:

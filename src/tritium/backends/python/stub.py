@@ -16,10 +16,9 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Any
 
 from tritium.backends.python.model_host import ModelHost
-from tritium.ipc import Arena, recv_fd, recv_message, send_message
+from tritium.ipc import Arena, MessageReader, recv_fd, send_message
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -37,12 +36,12 @@ class Worker:
         self.fds = fds
         self.arenas: dict[str, Arena] = {}
         self.host: ModelHost | None = None
-        self.pending_outputs: Any = None
+        self.reader = MessageReader(ctl)
 
     def run(self) -> None:
         while True:
             try:
-                message = recv_message(self.ctl)
+                message = self.reader.next()
             except (EOFError, ConnectionError, OSError):
                 self._finalize_quietly()
                 return

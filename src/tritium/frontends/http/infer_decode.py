@@ -23,6 +23,12 @@ from tritium.core import datatypes
 from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferRequest, InputTensor, RequestedOutput
 from tritium.frontends.http.binary_data import tensor_from_bytes
+from tritium.frontends.http.header_plans import (
+    MAX_HEADER,
+    HeaderPlans,
+    inputs_from,
+    plan_from,
+)
 from tritium.frontends.http.json_tensors import decode_json_data
 
 FLAG_SEQUENCE_START = 1
@@ -249,8 +255,13 @@ def _check_content_fields(has_data: bool, has_binary: bool, has_shm: bool) -> No
 
 
 def _decode_inputs(
-    inputs: object, request: InferRequest, body: bytes, offset: int
+    inputs: object,
+    request: InferRequest,
+    body: bytes,
+    offset: int,
+    binary_sizes: list[int] | None = None,
 ) -> list[InputTensor]:
+    """``binary_sizes`` (optional) collects each binary input's byte size."""
     model = request.model_name
     if type(inputs) is not list:
         raise _wrong_kind("inputs", _NOT_ARRAY)
@@ -294,6 +305,8 @@ def _decode_inputs(
                 )
             tensor = InputTensor(name, datatype, shape, _EMPTY, extra)
             pending.append((tensor, count, view[offset : offset + size]))
+            if binary_sizes is not None:
+                binary_sizes.append(size)
             offset += size
         elif has_shm:
             # The service owns shared-memory regions; it fills ``data`` from them.
@@ -324,10 +337,50 @@ def _decode_inputs(
     return tensors
 
 
+_PLANS = HeaderPlans()
+
+
 def decode_infer_request(
     model_name: str, model_version: str, body: bytes, header_length: int
 ) -> tuple[InferRequest, OutputPrefs]:
     """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``."""
+    cacheable = header_length < len(body) and header_length <= MAX_HEADER
+    if cacheable:
+        header = body[:header_length]
+        plan = _PLANS.get(header)
+        if plan is not None and plan.binary_total == len(body) - header_length:
+            try:
+                request = plan.request(model_name, model_version)
+                request.inputs = inputs_from(
+                    plan,
+                    lambda n, d, sh, c, chunk: tensor_from_bytes(n, model_name, d, sh, c, chunk),
+                    memoryview(body),
+                    header_length,
+                )
+                return request, plan.prefs  # type: ignore[return-value]
+            except InvalidArgument:
+                pass  # decode the slow way below for the exact message
+    sizes: list[int] = []
+    request, prefs = _decode(model_name, model_version, body, header_length, sizes)
+    if (
+        cacheable
+        and not prefs.wants_classification
+        and len(sizes) == len(request.inputs)
+        and header_length + sum(sizes) == len(body)
+        and not any(o.shared_memory for o in prefs.by_name.values())
+    ):
+        counts = [datatypes.element_count(t.shape) for t in request.inputs]
+        _PLANS.put(header, plan_from(request, sizes, counts, prefs))
+    return request, prefs
+
+
+def _decode(
+    model_name: str,
+    model_version: str,
+    body: bytes,
+    header_length: int,
+    binary_sizes: list[int] | None = None,
+) -> tuple[InferRequest, OutputPrefs]:
     try:
         doc = orjson.loads(memoryview(body)[:header_length] if header_length != len(body) else body)
     except orjson.JSONDecodeError as exc:
@@ -342,7 +395,7 @@ def decode_infer_request(
         _apply_parameters(doc["parameters"], request, prefs)
     if "inputs" not in doc:
         raise _not_member("inputs")
-    request.inputs = _decode_inputs(doc["inputs"], request, body, header_length)
+    request.inputs = _decode_inputs(doc["inputs"], request, body, header_length, binary_sizes)
     if "outputs" in doc:
         _apply_outputs(doc["outputs"], request, prefs)
     return request, prefs

@@ -71,6 +71,7 @@ class HttpProtocol(asyncio.Protocol):
         # per-request parse state
         self._url = b""
         self._headers: dict[str, str] = {}
+        self._raw_headers: list[tuple[bytes, bytes]] = []
         self._header_bytes = 0
         self._body: list[bytes] = []
         self._body_size = 0
@@ -142,6 +143,7 @@ class HttpProtocol(asyncio.Protocol):
         self._in_message = True
         self._url = b""
         self._headers = {}
+        self._raw_headers = []
         self._header_bytes = 0
         self._body = []
         self._body_size = 0
@@ -154,16 +156,22 @@ class HttpProtocol(asyncio.Protocol):
             self._fail(error_response(400, "request header too large"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._header_bytes += len(name) + len(value)
-        if self._header_bytes > MAX_HEADER_BYTES:
+        size = self._header_bytes + len(name) + len(value)
+        self._header_bytes = size
+        if size > MAX_HEADER_BYTES:
             if not self._stop_parsing:
                 self._fail(error_response(400, "request header too large"))
             return
-        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        self._raw_headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         if self._stop_parsing:
             return
+        # Decoded once, here, rather than header by header in the parser callback.
+        self._headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1")
+            for name, value in self._raw_headers
+        }
         length = self._headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self._max_input_size:
             self._too_large = True

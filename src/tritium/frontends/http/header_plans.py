@@ -1,0 +1,115 @@
+"""Exact reuse of decoded infer headers whose tensors all travel as binary data.
+
+Clients send the same JSON header again and again (same names, types, shapes and options;
+only the binary data changes), so the decoded form of a header is kept, keyed by the
+header's exact bytes. A hit skips JSON parsing and every header check (they were passed
+when the plan was made) and rebuilds fresh request objects; only the binary data is read
+anew. Headers with JSON data, shared-memory inputs or classification are never cached.
+The cache is a small bounded LRU.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedOutput
+
+MAX_PLANS = 256
+MAX_HEADER = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class InputPlan:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    count: int
+    size: int
+    parameters: Parameters
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderPlan:
+    request_id: str
+    correlation_id: int | str
+    flags: int
+    priority: int
+    timeout_us: int
+    parameters: Parameters
+    inputs: tuple[InputPlan, ...]
+    outputs: tuple[tuple[str, Parameters], ...] | None
+    binary_total: int
+    prefs: object  # OutputPrefs, shared read-only by every request made from the plan
+
+    def request(self, model_name: str, model_version: str) -> InferRequest:
+        request = InferRequest(model_name, model_version, self.request_id)
+        request.correlation_id = self.correlation_id
+        request.flags = self.flags
+        request.priority = self.priority
+        request.timeout_us = self.timeout_us
+        if self.parameters:
+            request.parameters = dict(self.parameters)
+        if self.outputs is not None:
+            request.outputs = [RequestedOutput(name, dict(p)) for name, p in self.outputs]
+        return request
+
+
+class HeaderPlans:
+    def __init__(self, limit: int = MAX_PLANS) -> None:
+        self._plans: OrderedDict[bytes, HeaderPlan] = OrderedDict()
+        self._limit = limit
+
+    def get(self, header: bytes) -> HeaderPlan | None:
+        plan = self._plans.get(header)
+        if plan is not None:
+            self._plans.move_to_end(header)
+        return plan
+
+    def put(self, header: bytes, plan: HeaderPlan) -> None:
+        self._plans[header] = plan
+        if len(self._plans) > self._limit:
+            self._plans.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+
+def plan_from(
+    request: InferRequest, sizes: list[int], counts: list[int], prefs: object
+) -> HeaderPlan:
+    """The plan of a request that was just decoded the slow way (all inputs binary)."""
+    inputs = tuple(
+        InputPlan(t.name, t.datatype, t.shape, count, size, dict(t.parameters))
+        for t, size, count in zip(request.inputs, sizes, counts)
+    )
+    outputs = (
+        None
+        if request.outputs is None
+        else tuple((o.name, dict(o.parameters)) for o in request.outputs)
+    )
+    return HeaderPlan(
+        request.id,
+        request.correlation_id,
+        request.flags,
+        request.priority,
+        request.timeout_us,
+        dict(request.parameters),
+        inputs,
+        outputs,
+        sum(sizes),
+        prefs,
+    )
+
+
+def inputs_from(plan: HeaderPlan, make_data, body: memoryview, offset: int) -> list[InputTensor]:
+    """Fresh input tensors over ``body``'s binary data, laid out as the plan says."""
+    tensors = []
+    for spec in plan.inputs:
+        chunk = body[offset : offset + spec.size]
+        offset += spec.size
+        data = make_data(spec.name, spec.datatype, spec.shape, spec.count, chunk)
+        tensors.append(
+            InputTensor(spec.name, spec.datatype, spec.shape, data, dict(spec.parameters))
+        )
+    return tensors
