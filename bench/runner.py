@@ -46,7 +46,7 @@ from bench.servers import (
 )
 from bench.wrk import run_wrk
 
-DEFAULT_REPOSITORY = REPO_ROOT / "examples" / "model_repository"
+DEFAULT_REPOSITORY = REPO_ROOT / "bench" / "model_repository"
 DEFAULT_RESULTS = REPO_ROOT / "bench" / "results"
 
 

@@ -91,6 +91,21 @@ SCENARIOS: tuple[Scenario, ...] = (
         },
     ),
     Scenario(
+        name="identity_inst2_http_binary_c64",
+        model="identity_inst2",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16] with two instances, HTTP binary, 64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+    ),
+    Scenario(
+        name="image_sum_http_binary_c8",
+        model="image_sum",
+        tool="perf_analyzer",
+        concurrency=8,
+        description="image_sum UINT8[224,224,3] (150 KB per request, batched), HTTP binary, 8 in flight",
+    ),
+    Scenario(
         name="string_upper_http_c8",
         model="string_upper",
         tool="perf_analyzer",
