@@ -64,6 +64,10 @@ class InferRequest:
     arrival_ns: int = 0
     dispatch_ns: int = 0  # when an instance started it (queue time = dispatch - arrival)
     batch_size: int = 1
+    # Set by a frontend when an immutable, hashable object identifies this request's exact
+    # tensor layout (names, types, shapes, requested outputs, id): validation results
+    # are then reused for identical requests.
+    layout_key: object = None
 
 
 @dataclass(slots=True)

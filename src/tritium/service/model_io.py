@@ -22,6 +22,9 @@ class TensorSpec:
     allow_ragged_batch: bool = False
 
 
+_VALIDATED_LIMIT = 1024
+
+
 def _request_tag(request: InferRequest) -> str:
     return f"[request id: {request.id or '<id_unknown>'}] "
 
@@ -63,6 +66,9 @@ class ModelSignature:
         self.outputs = {t.name: t for t in outputs}
         self.input_order = [t.name for t in inputs]
         self.required = [t.name for t in inputs if not t.optional]
+        self._has_reshape = any(t.reshape is not None for t in inputs)
+        # layout key -> batch size of requests already found valid
+        self._validated: dict[object, int] = {}
 
     def metadata_tensors(self, which: str) -> list[dict]:
         specs = self.inputs if which == "inputs" else self.outputs
@@ -74,6 +80,29 @@ class ModelSignature:
 
     def validate(self, request: InferRequest) -> None:
         """Check and normalise ``request`` in place (batch size, reshape)."""
+        key = request.layout_key
+        if key is not None:
+            batch_size = self._validated.get(key)
+            if batch_size is not None:
+                request.batch_size = batch_size
+                if self._has_reshape:
+                    self._reshape(request)
+                return
+        self._validate(request)
+        if key is not None:
+            if len(self._validated) >= _VALIDATED_LIMIT:
+                self._validated.clear()
+            self._validated[key] = request.batch_size
+
+    def _reshape(self, request: InferRequest) -> None:
+        batched = self.max_batch_size > 0
+        for tensor in request.inputs:
+            spec = self.inputs[tensor.name]
+            if spec.reshape is not None:
+                tensor.shape = (tensor.shape[0], *spec.reshape) if batched else spec.reshape
+                tensor.data = tensor.data.reshape(tensor.shape)
+
+    def _validate(self, request: InferRequest) -> None:
         model = self.model_name
         given = [t.name for t in request.inputs]
         names = set(given)

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
+import numpy as np
+
+from tritium.core import datatypes
 from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedOutput
 
 MAX_PLANS = 256
@@ -27,9 +30,10 @@ class InputPlan:
     count: int
     size: int
     parameters: Parameters
+    dtype: np.dtype | None  # None for BYTES, whose content must be checked every time
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # identity hash: the plan is the layout key
 class HeaderPlan:
     request_id: str
     correlation_id: int | str
@@ -44,6 +48,8 @@ class HeaderPlan:
 
     def request(self, model_name: str, model_version: str) -> InferRequest:
         request = InferRequest(model_name, model_version, self.request_id)
+        # The exact header identifies the tensor layout, so validation can be reused.
+        request.layout_key = self
         request.correlation_id = self.correlation_id
         request.flags = self.flags
         request.priority = self.priority
@@ -80,7 +86,15 @@ def plan_from(
 ) -> HeaderPlan:
     """The plan of a request that was just decoded the slow way (all inputs binary)."""
     inputs = tuple(
-        InputPlan(t.name, t.datatype, t.shape, count, size, dict(t.parameters))
+        InputPlan(
+            t.name,
+            t.datatype,
+            t.shape,
+            count,
+            size,
+            dict(t.parameters),
+            None if t.datatype == "BYTES" else datatypes.raw_dtype(t.datatype),
+        )
         for t, size, count in zip(request.inputs, sizes, counts)
     )
     outputs = (
@@ -108,8 +122,15 @@ def inputs_from(plan: HeaderPlan, make_data, body: memoryview, offset: int) -> l
     for spec in plan.inputs:
         chunk = body[offset : offset + spec.size]
         offset += spec.size
-        data = make_data(spec.name, spec.datatype, spec.shape, spec.count, chunk)
+        if spec.dtype is None:
+            data = make_data(spec.name, spec.datatype, spec.shape, spec.count, chunk)
+        else:
+            # Sizes were checked when the plan was made and the total is checked per hit.
+            data = np.frombuffer(chunk, dtype=spec.dtype, count=spec.count)
+            if len(spec.shape) != 1:
+                data = data.reshape(spec.shape)
+        params = spec.parameters
         tensors.append(
-            InputTensor(spec.name, spec.datatype, spec.shape, data, dict(spec.parameters))
+            InputTensor(spec.name, spec.datatype, spec.shape, data, dict(params) if params else {})
         )
     return tensors

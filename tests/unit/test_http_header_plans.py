@@ -1,0 +1,80 @@
+"""Reused decoded headers must behave exactly like a fresh decode."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tritium.core.errors import InvalidArgument
+from tritium.frontends.http.infer_decode import decode_infer_request
+from tritium.service.model_io import signature_from_config
+
+
+def _body(values: np.ndarray, *, request_id: str = "r", extra_input: bool = False) -> tuple[bytes, int]:
+    inputs = [
+        {"name": "IN", "datatype": "FP32", "shape": list(values.shape),
+         "parameters": {"binary_data_size": values.nbytes}}
+    ]
+    if extra_input:
+        inputs.append({"name": "B", "datatype": "BYTES", "shape": [1], "parameters": {"binary_data_size": 7}})
+    header = json.dumps(
+        {"id": request_id, "inputs": inputs, "outputs": [{"name": "OUT", "parameters": {"binary_data": True}}]}
+    ).encode()
+    data = values.tobytes() + (b"\x03\x00\x00\x00abc" if extra_input else b"")
+    return header + data, len(header)
+
+
+def test_second_decode_of_same_header_reads_new_data_into_fresh_objects():
+    first_body, n = _body(np.array([1, 2, 3], np.float32))
+    second_body, _ = _body(np.array([7, 8, 9], np.float32))
+    r1, _ = decode_infer_request("m", "", first_body, n)
+    r2, prefs = decode_infer_request("m", "", second_body, n)
+    assert r1 is not r2 and r1.inputs[0] is not r2.inputs[0]
+    np.testing.assert_array_equal(r1.inputs[0].data, [1, 2, 3])
+    np.testing.assert_array_equal(r2.inputs[0].data, [7, 8, 9])
+    assert r2.id == "r" and [o.name for o in r2.outputs] == ["OUT"]
+    assert prefs.get("OUT").binary
+    assert r1.layout_key is None and r2.layout_key is not None
+
+
+def test_same_header_with_wrong_amount_of_data_still_fails_with_the_exact_message():
+    body, n = _body(np.array([1, 2, 3], np.float32))
+    decode_infer_request("m", "", body, n)
+    decode_infer_request("m", "", body, n)
+    with pytest.raises(InvalidArgument, match="unexpected additional input data"):
+        decode_infer_request("m", "", body + b"\0\0\0\0", n)
+    with pytest.raises(InvalidArgument, match="expecting 4 additional bytes"):
+        decode_infer_request("m", "", body[:-4], n)
+
+
+def test_bytes_inputs_are_checked_on_every_reuse():
+    body, n = _body(np.array([1], np.float32), extra_input=True)
+    for _ in range(2):
+        request, _ = decode_infer_request("m", "", body, n)
+        assert list(request.inputs[1].data) == [b"abc"]
+    broken = body[:-7] + b"\x09\x00\x00\x00abc"  # length prefix longer than the data
+    with pytest.raises(InvalidArgument, match="incomplete string data"):
+        decode_infer_request("m", "", broken, n)
+
+
+def test_validation_is_reused_only_for_the_same_layout():
+    sig = signature_from_config(
+        {
+            "name": "m",
+            "max_batch_size": 4,
+            "input": [{"name": "IN", "data_type": "TYPE_FP32", "dims": [3]}],
+            "output": [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [3]}],
+        }
+    )
+    ok_body, n = _body(np.zeros((2, 3), np.float32))
+    for _ in range(2):
+        request, _ = decode_infer_request("m", "", ok_body, n)
+        sig.validate(request)
+        assert request.batch_size == 2
+    too_big, m = _body(np.zeros((5, 3), np.float32))
+    for _ in range(2):
+        request, _ = decode_infer_request("m", "", too_big, m)
+        with pytest.raises(InvalidArgument, match="batch-size must be <= 4"):
+            sig.validate(request)
