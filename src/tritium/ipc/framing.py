@@ -32,6 +32,11 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Any]:
         buf = self._buf
+        if not buf and len(data) >= 4:
+            # The usual case: exactly one whole message, parsed without buffering.
+            (length,) = _LEN.unpack_from(data)
+            if len(data) == 4 + length:
+                return [orjson.loads(memoryview(data)[4:])]
         buf += data
         out: list[Any] = []
         pos = 0

@@ -75,8 +75,12 @@ def encode_infer_response(
     classification: ClassificationContext | None = None,
 ) -> tuple[list[bytes | memoryview], int | None]:
     """Return the body chunks and the JSON header length (None without binary data)."""
-    doc: dict = {}
     rid = response.id or request_id
+    if not response.parameters and not prefs.wants_classification:
+        fast = _encode_all_binary(response, prefs, rid)
+        if fast is not None:
+            return fast
+    doc: dict = {}
     if rid:
         doc["id"] = rid
     doc["model_name"] = response.model_name
@@ -127,6 +131,63 @@ def encode_infer_response(
     if binaries:
         return [header, *binaries], len(header)
     return [header], None
+
+
+# (id, model, version, ((name, datatype, shape, size), ...)) -> JSON header. Responses of
+# one client look alike, so the header is built once per distinct layout (exact reuse).
+_HEADERS: dict[tuple, bytes] = {}
+_HEADERS_LIMIT = 1024
+
+
+def _encode_all_binary(
+    response: InferResponse, prefs: OutputPrefs, rid: str
+) -> tuple[list[bytes | memoryview], int | None] | None:
+    """The common case (every output binary, fixed-size types), or None to take the
+    general path."""
+    chunks: list[bytes | memoryview] = [b""]
+    layout = []
+    for out in response.outputs:
+        pref = prefs.get(out.name)
+        datatype = out.datatype
+        if not pref.binary or pref.shared_memory or pref.class_count or datatype == "BYTES":
+            return None
+        array = out.data
+        count = 1
+        for d in out.shape:
+            count *= d
+        if array is None or array.size != count:
+            return None
+        raw = _raw_bytes(datatype, array)
+        size = len(raw)
+        if size:
+            chunks.append(raw)
+        layout.append((out.name, datatype, out.shape, size))
+    if not layout:
+        return None
+    key = (rid, response.model_name, response.model_version, tuple(layout))
+    header = _HEADERS.get(key)
+    if header is None:
+        doc: dict = {}
+        if rid:
+            doc["id"] = rid
+        doc["model_name"] = response.model_name
+        doc["model_version"] = response.model_version
+        doc["outputs"] = [
+            {
+                "name": name,
+                "datatype": datatype,
+                "shape": [int(d) for d in shape],
+                "parameters": {"binary_data_size": size},
+            }
+            for name, datatype, shape, size in layout
+        ]
+        header = orjson.dumps(doc, option=_DUMPS_OPTIONS)
+        if len(_HEADERS) >= _HEADERS_LIMIT:
+            _HEADERS.clear()
+        _HEADERS[key] = header
+    chunks[0] = header
+    # Without any binary bytes the body is plain JSON, as on the general path.
+    return chunks, (len(header) if len(chunks) > 1 else None)
 
 
 def _with_nonfinite(doc: dict, floats: list[dict]) -> bytes:
