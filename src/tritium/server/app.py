@@ -8,6 +8,7 @@ model, and leave no child process behind.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import socket
@@ -77,6 +78,10 @@ class Server:
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_grpc:
             log.warning("gRPC endpoint is not available in this version; serving HTTP only")
+        # Everything allocated so far (modules, configs, models) lives as long as the
+        # server: keep it out of the cyclic collector so full collections stay short.
+        gc.collect()
+        gc.freeze()
         self.service.started = True
         return True
 

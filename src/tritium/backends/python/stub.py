@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import os
 import signal
 import socket
@@ -83,6 +84,10 @@ class Worker:
         if op == "init":
             assert self.host is not None
             self.host.initialize(message)
+            # The model and its libraries live as long as the worker: keep them out of
+            # the cyclic collector so collections between batches stay short.
+            gc.collect()
+            gc.freeze()
             return {"op": "ready", "ready": self.host.is_ready()}
         if op == "fini":
             self._finalize_quietly()
