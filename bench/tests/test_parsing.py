@@ -46,6 +46,8 @@ def test_scenario_names_are_stable_and_selectable() -> None:
         "add_sub_http_binary_c8",
         "identity_http_binary_c64",
         "identity_http_json_c64",
+        "identity_inst2_http_binary_c64",
+        "image_sum_http_binary_c8",
         "string_upper_http_c8",
     ]
     assert [s.name for s in SCENARIOS if s.acceptance] == SCENARIO_ACCEPTANCE
