@@ -135,3 +135,34 @@ def test_statistics_of_all_models_and_errors(server):
     status, body = _get(server, "/v2/models/add_sub/versions/3/stats")
     assert status == 400
     assert json.loads(body) == {"error": "requested model version is not available for model 'add_sub'"}
+
+
+@pytest.mark.parametrize(
+    "body,headers,fragment",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, {}, ""),
+        (
+            json.dumps({"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [2**62, 2**62],
+                                    "parameters": {"binary_data_size": 16}}]}).encode() + b"\0" * 16,
+            {"Inference-Header-Content-Length": None},
+            "byte size mismatch",
+        ),
+        (b'{"inputs":[]}', {"Inference-Header-Content-Length": "9999"}, "inference header size"),
+        (b'{"inputs":[]}', {"Inference-Header-Content-Length": "abc"}, "Inference-Header-Content-Length"),
+    ],
+    ids=["nested-100k", "overflowing-shape", "header-longer-than-body", "header-not-a-number"],
+)
+def test_hostile_requests_get_400_and_the_server_keeps_serving(server, http_client, body, headers, fragment):
+    if "Inference-Header-Content-Length" in headers and headers["Inference-Header-Content-Length"] is None:
+        headers = {"Inference-Header-Content-Length": str(len(body) - 16)}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("POST", "/v2/models/add_sub/infer", body=body, headers=headers)
+        resp = conn.getresponse()
+        status, payload = resp.status, resp.read()
+    finally:
+        conn.close()
+    assert status == 400
+    assert fragment in json.loads(payload)["error"]
+    assert http_client.is_server_live()
+    assert http_client.is_model_ready("add_sub")
