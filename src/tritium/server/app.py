@@ -48,6 +48,7 @@ class Server:
             self.models, server_id=settings.id, strict_readiness=settings.strict_readiness
         )
         self.http = None
+        self.grpc = None
         self.stopped = asyncio.Event()
 
     async def start(self) -> bool:
@@ -65,6 +66,15 @@ class Server:
         if failed and self.settings.exit_on_error:
             log.error("failed to load all models")
             return False
+        if self.settings.allow_grpc:
+            from tritium.frontends.grpc import start_grpc_server
+
+            self.grpc = await start_grpc_server(
+                self.service, host=self.settings.grpc_address, port=self.settings.grpc_port
+            )
+            log.info(
+                "Started GRPCInferenceService at %s:%d", self.settings.grpc_address, self.grpc.port
+            )
         if self.settings.allow_http:
             from tritium.frontends.http import start_http_server
 
@@ -76,8 +86,6 @@ class Server:
                 max_input_size=self.settings.http_max_input_size,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
-        if self.settings.allow_grpc:
-            log.warning("gRPC endpoint is not available in this version; serving HTTP only")
         # Everything allocated so far (modules, configs, models) lives as long as the
         # server: keep it out of the cyclic collector so full collections stay short.
         gc.collect()
@@ -88,6 +96,8 @@ class Server:
     async def shutdown(self) -> None:
         timeout = float(self.settings.exit_timeout_secs)
         self.service.stopping = True
+        if self.grpc is not None:
+            await self.grpc.stop(timeout)
         if self.http is not None:
             await self.http.shutdown(timeout)
         await self.models.unload_all(timeout)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 _STARTED = re.compile(r"Started HTTPService at [^:\s]+:(\d+)")
+_GRPC_STARTED = re.compile(r"Started GRPCInferenceService at [^:\s]+:(\d+)")
 
 
 class ServerProcess:
@@ -29,6 +30,7 @@ class ServerProcess:
         *,
         startup_timeout: float = 120.0,
         env: dict[str, str] | None = None,
+        grpc: bool = False,
     ) -> None:
         self.args = [
             sys.executable,
@@ -37,7 +39,7 @@ class ServerProcess:
             "serve",
             *(f"--model-repository={r}" for r in repositories),
             "--http-port=0",
-            "--allow-grpc=false",
+            *(("--grpc-port=0",) if grpc else ("--allow-grpc=false",)),
             "--allow-metrics=false",
             *extra_args,
         ]
@@ -45,6 +47,7 @@ class ServerProcess:
         self.env = env
         self.proc: subprocess.Popen[str] | None = None
         self.port: int | None = None
+        self.grpc_port: int | None = None
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._started = threading.Event()
@@ -53,6 +56,10 @@ class ServerProcess:
     @property
     def http_url(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
 
     @property
     def log(self) -> str:
@@ -86,6 +93,9 @@ class ServerProcess:
             line = line.rstrip("\n")
             with self._lock:
                 self.lines.append(line)
+            g = _GRPC_STARTED.search(line)
+            if g and self.grpc_port is None:
+                self.grpc_port = int(g.group(1))
             m = _STARTED.search(line)
             if m and self.port is None:
                 self.port = int(m.group(1))

@@ -1,0 +1,41 @@
+"""gRPC frontend: Triton's ``GRPCInferenceService`` (protos from tritonclient).
+
+The protocol modules (``infer_codec``, ``messages``, ``status``) are sans-IO and shared
+by transports; ``servicer`` and ``server`` are the grpc.aio reference transport.
+"""
+
+from tritium.frontends.grpc.infer_codec import (
+    decode_infer_request,
+    encode_infer_response,
+    parameter_value,
+    parameters_to_dict,
+    set_parameter,
+)
+from tritium.frontends.grpc.messages import (
+    model_config_response,
+    model_metadata_response,
+    model_statistics_response,
+    server_metadata_response,
+)
+from tritium.frontends.grpc.server import MAX_MESSAGE_LENGTH, GrpcServer, start_grpc_server
+from tritium.frontends.grpc.servicer import InferenceServicer, status_code
+from tritium.frontends.grpc.status import GRPC_STATUS, grpc_status_for
+
+__all__ = [
+    "GRPC_STATUS",
+    "MAX_MESSAGE_LENGTH",
+    "GrpcServer",
+    "InferenceServicer",
+    "decode_infer_request",
+    "encode_infer_response",
+    "grpc_status_for",
+    "model_config_response",
+    "model_metadata_response",
+    "model_statistics_response",
+    "parameter_value",
+    "parameters_to_dict",
+    "server_metadata_response",
+    "set_parameter",
+    "start_grpc_server",
+    "status_code",
+]

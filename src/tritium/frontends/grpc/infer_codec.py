@@ -1,0 +1,298 @@
+"""Sans-IO conversion between ``ModelInferRequest``/``ModelInferResponse`` and core objects.
+
+Inputs come from ``raw_input_contents`` (one entry per input, in input order, as
+tritonclient sends them) or from the typed ``contents`` fields. Every size is checked
+against the shape before anything is allocated, so a hostile shape answers
+INVALID_ARGUMENT instead of exhausting memory. Fixed-size raw inputs become numpy views
+over the received bytes. Responses carry one ``raw_output_contents`` entry per output
+(BYTES length-prefixed), exactly as Triton fills them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import service_pb2
+
+from tritium.core import datatypes
+from tritium.core.errors import InvalidArgument, Unsupported
+from tritium.core.types import (
+    InferRequest,
+    InferResponse,
+    InputTensor,
+    RequestedOutput,
+)
+
+FLAG_SEQUENCE_START = 1
+FLAG_SEQUENCE_END = 2
+
+# Typed ``contents`` field that carries each wire type (FP16/BF16 only travel raw).
+_CONTENTS_FIELD: dict[str, str] = {
+    "BOOL": "bool_contents",
+    "INT8": "int_contents",
+    "INT16": "int_contents",
+    "INT32": "int_contents",
+    "INT64": "int64_contents",
+    "UINT8": "uint_contents",
+    "UINT16": "uint_contents",
+    "UINT32": "uint_contents",
+    "UINT64": "uint64_contents",
+    "FP32": "fp32_contents",
+    "FP64": "fp64_contents",
+    "BYTES": "bytes_contents",
+}
+_ALL_CONTENTS = tuple(sorted(set(_CONTENTS_FIELD.values())))
+
+
+# ------------------------------------------------------------------ parameters
+
+
+def parameter_value(param: service_pb2.InferParameter) -> Any:
+    """The Python value of one ``InferParameter`` (None when unset)."""
+    choice = param.WhichOneof("parameter_choice")
+    return None if choice is None else getattr(param, choice)
+
+
+def parameters_to_dict(params: Any) -> dict[str, Any]:
+    """A protobuf ``map<string, InferParameter>`` as a plain dict."""
+    return {key: parameter_value(value) for key, value in params.items()}
+
+
+def set_parameter(param: service_pb2.InferParameter, value: Any) -> None:
+    """Fill ``param`` from a Python value (bool before int: bool is an int)."""
+    if isinstance(value, bool):
+        param.bool_param = value
+    elif isinstance(value, (int, np.integer)):
+        value = int(value)
+        if value > 2**63 - 1:
+            param.uint64_param = value
+        else:
+            param.int64_param = value
+    elif isinstance(value, (float, np.floating)):
+        param.double_param = float(value)
+    elif isinstance(value, str):
+        param.string_param = value
+    else:
+        raise Unsupported(
+            f"Response parameter of type '{type(value).__name__}' is not currently supported"
+        )
+
+
+def _apply_parameters(params: Any, request: InferRequest) -> None:
+    kept: dict[str, Any] = {}
+    flags = 0
+    for key, param in params.items():
+        choice = param.WhichOneof("parameter_choice")
+        value = None if choice is None else getattr(param, choice)
+        if key == "sequence_id":
+            if choice not in ("int64_param", "uint64_param", "string_param"):
+                raise InvalidArgument(
+                    "invalid value type for 'sequence_id' parameter, expected "
+                    "int64_param, uint64_param or string_param."
+                )
+            request.correlation_id = value
+        elif key in ("sequence_start", "sequence_end"):
+            if choice != "bool_param":
+                raise InvalidArgument(
+                    f"invalid value type for '{key}' parameter, expected bool_param."
+                )
+            if value:
+                flags |= FLAG_SEQUENCE_START if key == "sequence_start" else FLAG_SEQUENCE_END
+        elif key in ("priority", "timeout"):
+            if choice not in ("int64_param", "uint64_param") or value < 0:
+                raise InvalidArgument(
+                    f"invalid value type for '{key}' parameter, expected int64_param or "
+                    "uint64_param."
+                )
+            if key == "priority":
+                request.priority = value
+            else:
+                request.timeout_us = value
+        elif key.startswith("triton_"):
+            raise InvalidArgument(
+                "parameter keys starting with 'triton_' are reserved for Triton usage and "
+                "should not be specified."
+            )
+        else:
+            kept[key] = value
+    request.flags = flags
+    request.parameters = kept
+
+
+# ---------------------------------------------------------------------- inputs
+
+
+def _shape(tensor: service_pb2.ModelInferRequest.InferInputTensor) -> tuple[tuple[int, ...], int]:
+    count = 1
+    for d in tensor.shape:
+        if d < 0:
+            raise InvalidArgument(
+                f"invalid shape for input '{tensor.name}': dimensions must not be negative, "
+                f"got {list(tensor.shape)}"
+            )
+        count *= d
+    return tuple(tensor.shape), count
+
+
+def _from_raw(
+    name: str, model: str, datatype: str, shape: tuple[int, ...], count: int, raw: bytes
+) -> np.ndarray:
+    if datatype == "BYTES":
+        try:
+            flat = datatypes.deserialize_bytes(raw, count)
+        except InvalidArgument as exc:
+            raise InvalidArgument(
+                f"invalid BYTES data for input '{name}' for model '{model}': {exc.message}"
+            ) from None
+        return flat.reshape(shape)
+    expected = count * datatypes.element_size(datatype)
+    if len(raw) != expected:
+        raise InvalidArgument(
+            f"input byte size mismatch for input '{name}' for model '{model}'. "
+            f"Expected {expected}, got {len(raw)}"
+        )
+    return np.frombuffer(raw, dtype=datatypes.raw_dtype(datatype), count=count).reshape(shape)
+
+
+def _from_contents(
+    tensor: service_pb2.ModelInferRequest.InferInputTensor,
+    model: str,
+    shape: tuple[int, ...],
+    count: int,
+) -> np.ndarray:
+    name, datatype = tensor.name, tensor.datatype
+    contents = tensor.contents
+    field = _CONTENTS_FIELD.get(datatype)
+    if field is None:
+        raise InvalidArgument(
+            f"'{datatype}' input '{name}' for model '{model}' must be sent in "
+            "raw_input_contents: it has no typed contents field"
+        )
+    for other in _ALL_CONTENTS:
+        if other != field and len(getattr(contents, other)):
+            raise InvalidArgument(
+                f"unexpected '{other}' for {datatype} input '{name}' for model '{model}', "
+                f"expected '{field}'"
+            )
+    values = getattr(contents, field)
+    if len(values) != count:
+        raise InvalidArgument(
+            f"unexpected number of elements in '{field}' for input '{name}' for model "
+            f"'{model}': expected {count} (shape {list(shape)}), got {len(values)}"
+        )
+    if datatype == "BYTES":
+        out = np.empty(count, dtype=np.object_)
+        out[:] = list(values)
+        return out.reshape(shape)
+    try:
+        return np.array(values, dtype=datatypes.numpy_dtype(datatype)).reshape(shape)
+    except OverflowError:
+        raise InvalidArgument(
+            f"value out of range for {datatype} input '{name}' for model '{model}'"
+        ) from None
+
+
+def _has_contents(tensor: service_pb2.ModelInferRequest.InferInputTensor) -> bool:
+    if not tensor.HasField("contents"):
+        return False
+    contents = tensor.contents
+    return any(len(getattr(contents, f)) for f in _ALL_CONTENTS)
+
+
+def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest:
+    """A core :class:`InferRequest` from a ``ModelInferRequest``."""
+    model = message.model_name
+    request = InferRequest(model, message.model_version, message.id)
+    if message.parameters:
+        _apply_parameters(message.parameters, request)
+    raw = message.raw_input_contents
+    if len(raw) and len(raw) != len(message.inputs):
+        raise InvalidArgument(
+            f"expected {len(message.inputs)} raw input contents (one per input) for model "
+            f"'{model}', got {len(raw)}"
+        )
+    inputs: list[InputTensor] = []
+    seen: set[str] = set()
+    for index, tensor in enumerate(message.inputs):
+        name, datatype = tensor.name, tensor.datatype
+        if name in seen:
+            raise InvalidArgument(f"input '{name}' already exists in request")
+        seen.add(name)
+        if not datatypes.is_valid(datatype):
+            raise InvalidArgument(f"invalid datatype '{datatype}' for input '{name}'")
+        params = parameters_to_dict(tensor.parameters) if tensor.parameters else {}
+        if "shared_memory_region" in params:
+            raise Unsupported(
+                f"input '{name}': shared-memory inputs are not supported by the gRPC endpoint"
+            )
+        shape, count = _shape(tensor)
+        has_contents = _has_contents(tensor)
+        if len(raw):
+            if has_contents:
+                raise InvalidArgument(
+                    f"contents field must not be specified when using raw_input_contents "
+                    f"for input '{name}' for model '{model}'"
+                )
+            data = _from_raw(name, model, datatype, shape, count, raw[index])
+        elif has_contents:
+            data = _from_contents(tensor, model, shape, count)
+        elif count == 0:
+            data = np.empty(shape, dtype=datatypes.numpy_dtype(datatype))
+        else:
+            raise InvalidArgument(
+                f"input tensor '{name}' for model '{model}' has no data: set its contents "
+                "or raw_input_contents"
+            )
+        inputs.append(InputTensor(name, datatype, shape, data, params))
+    request.inputs = inputs
+    if message.outputs:
+        outputs: list[RequestedOutput] = []
+        for out in message.outputs:
+            params = parameters_to_dict(out.parameters) if out.parameters else {}
+            if "shared_memory_region" in params:
+                raise Unsupported(
+                    f"output '{out.name}': shared-memory outputs are not supported by the "
+                    "gRPC endpoint"
+                )
+            if params.get("classification"):
+                raise Unsupported(
+                    f"output '{out.name}': classification is not supported by the gRPC "
+                    "endpoint"
+                )
+            outputs.append(RequestedOutput(out.name, params))
+        request.outputs = outputs
+    return request
+
+
+# ------------------------------------------------------------------- response
+
+
+def _raw_bytes(datatype: str, array: np.ndarray) -> bytes:
+    if datatype == "BYTES":
+        return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
+    return np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).tobytes()
+
+
+def encode_infer_response(
+    response: InferResponse, request_id: str = ""
+) -> service_pb2.ModelInferResponse:
+    """A ``ModelInferResponse`` with one raw output content per output, in order."""
+    message = service_pb2.ModelInferResponse(
+        model_name=response.model_name,
+        model_version=response.model_version,
+        id=response.id or request_id,
+    )
+    for key, value in response.parameters.items():
+        set_parameter(message.parameters[key], value)
+    raw: list[bytes] = []
+    for out in response.outputs:
+        tensor = message.outputs.add()
+        tensor.name = out.name
+        tensor.datatype = out.datatype
+        tensor.shape.extend(int(d) for d in out.shape)
+        for key, value in out.parameters.items():
+            set_parameter(tensor.parameters[key], value)
+        raw.append(_raw_bytes(out.datatype, out.data))
+    message.raw_output_contents.extend(raw)
+    return message
