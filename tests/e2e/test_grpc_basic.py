@@ -381,3 +381,15 @@ def test_model_config_response_from_json():
     assert reply.config.name == "m"
     assert reply.config.max_batch_size == 8
     assert list(reply.config.input[0].dims) == [-1]
+
+
+def test_streaming_clients_final_response_flag_is_accepted_not_passed_on():
+    # perf_analyzer --streaming sends this Triton-reserved key; other triton_* keys stay refused.
+    request = service_pb2.ModelInferRequest(model_name="add_sub")
+    request.parameters["triton_enable_empty_final_response"].bool_param = True
+    request.parameters["mine"].string_param = "x"
+    decoded = decode_infer_request(request)
+    assert decoded.parameters == {"mine": "x"}
+    request.parameters["triton_other"].bool_param = True
+    with pytest.raises(InvalidArgument, match="reserved"):
+        decode_infer_request(request)

@@ -109,6 +109,10 @@ def _apply_parameters(params: Any, request: InferRequest) -> None:
                 request.priority = value
             else:
                 request.timeout_us = value
+        elif key == "triton_enable_empty_final_response":
+            # Sent by Triton's own streaming clients (perf_analyzer); it only matters for
+            # decoupled models, which end every stream response with a final flag anyway.
+            continue
         elif key.startswith("triton_"):
             raise InvalidArgument(
                 "parameter keys starting with 'triton_' are reserved for Triton usage and "
