@@ -35,7 +35,7 @@ def perf_command(
         "-u",
         url,
         "-i",
-        "http",
+        scenario.protocol,
         f"--concurrency-range={c}:{c}",
         f"--measurement-interval={settings.measurement_interval_ms}",
         f"--stability-percentage={settings.stability_percentage}",

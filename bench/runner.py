@@ -213,7 +213,8 @@ def _run_scenario(
     for rnd in range(1, rounds + 1):
         for name, server in servers.items():
             log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
-            m = _measure(scenario, server.url, anchors, settings, logs_dir, log_path)
+            url = server.grpc_url if scenario.protocol == "grpc" else server.url
+            m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
             result.runs[name].append(m)
             print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
 

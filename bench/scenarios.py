@@ -23,6 +23,8 @@ class Scenario:
     json_body: dict[str, Any] | None = None
     # Acceptance scenarios: tritium must reach at least Triton's throughput.
     acceptance: bool = False
+    # perf_analyzer's -i: "http" or "grpc".
+    protocol: Literal["http", "grpc"] = "http"
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         concurrency=8,
         description="string_upper BYTES[8] (8 strings of 16 chars), HTTP binary, 8 in flight",
         perf_args=("--shape", "TEXT:8", "--string-data", "hello-tritium-16"),
+    ),
+)
+
+SCENARIOS = SCENARIOS + (
+    Scenario(
+        name="add_sub_grpc_c1",
+        model="add_sub",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="add_sub FP32[4]+[4], gRPC unary, 1 request in flight",
+        protocol="grpc",
+    ),
+    Scenario(
+        name="identity_grpc_c64",
+        model="identity",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16] (dynamic batching), gRPC unary, 64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+        protocol="grpc",
+    ),
+    Scenario(
+        name="identity_grpc_stream_c64",
+        model="identity",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16] (dynamic batching), gRPC bidirectional stream, 64 in flight",
+        perf_args=("--shape", "INPUT0:16", "--streaming"),
+        protocol="grpc",
     ),
 )
 

@@ -23,7 +23,7 @@ from tritium.testing import ServerProcess
 
 READY_TIMEOUT_S = 180.0
 # Both servers get the same switches: HTTP only, no metrics endpoint.
-COMMON_FLAGS = ("--allow-grpc=false", "--allow-metrics=false")
+COMMON_FLAGS = ("--allow-metrics=false",)
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -35,6 +35,9 @@ class Server(Protocol):
 
     @property
     def url(self) -> str: ...
+
+    @property
+    def grpc_url(self) -> str: ...
 
     @property
     def pgid(self) -> int | None:
@@ -165,6 +168,10 @@ class TritonServer:
         return f"127.0.0.1:{self.http_port}"
 
     @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
     def pgid(self) -> int | None:
         # start-triton.sh runs the server under setsid: its pid is its process group.
         try:
@@ -212,16 +219,22 @@ class TritiumServer:
 
     def __init__(self, repository: Path, http_port: int, run_dir: Path) -> None:
         self.http_port = http_port
+        self.grpc_port = http_port + 1
         self.log_file = run_dir / "tritium.log"
         self._process = ServerProcess(
             [repository],
-            [*COMMON_FLAGS, f"--http-port={http_port}"],
+            [*COMMON_FLAGS, f"--http-port={http_port}", f"--grpc-port={self.grpc_port}"],
             startup_timeout=READY_TIMEOUT_S,
+            grpc=True,
         )
 
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
 
     @property
     def pgid(self) -> int | None:
