@@ -42,6 +42,13 @@ class ClassificationContext:
 def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
     if datatype == "BYTES":
         return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
+    if (
+        array.flags.c_contiguous
+        and array.dtype == datatypes.raw_dtype(datatype)
+        and array.size
+    ):
+        # Already laid out as the wire wants it (the usual case): no conversion.
+        return memoryview(array).cast("B")
     flat = np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).reshape(-1)
     if flat.size == 0:
         return b""
