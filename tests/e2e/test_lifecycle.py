@@ -153,3 +153,18 @@ def test_explicit_model_control_loads_only_named_models():
         finally:
             client.close()
         assert "| add_sub" in server.log and "| identity" not in server.log
+
+
+def test_missing_specific_version_is_logged_and_does_not_block_start_up(tmp_path):
+    # Triton 2.51: "version 4 is specified for model ..., but the version directory is not
+    # present" is logged; versions 1 and 3 load; the server is ready.
+    (tmp_path / "versioned_specific").symlink_to(TEST_MODELS / "versioned_specific")
+    with ServerProcess([tmp_path]) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            assert client.is_server_ready()
+            assert client.get_model_metadata("versioned_specific")["versions"] == ["1", "3"]
+        finally:
+            client.close()
+        assert "version 4 is specified for model 'versioned_specific', but the version directory is not present" in server.log
+        assert not server.wait_for_log(r"\| versioned_specific\s+\| 4", timeout=0.1)

@@ -232,8 +232,11 @@ class ModelManager:
                 f"model '{name}'"
             )
         for number in selection.missing:
-            entry.versions[number] = VersionStatus(
-                number, "UNAVAILABLE", f"version {number} of model '{name}' is not found"
+            # As Triton: logged, not loaded, and not held against the model's readiness.
+            log.error(
+                "version %d is specified for model '%s', but the version directory is not present",
+                number,
+                name,
             )
         for number in selection.selected:
             entry.versions[number] = VersionStatus(number, "LOADING")
