@@ -13,6 +13,8 @@ import numpy as np
 
 from tritium.core.errors import InvalidArgument
 
+_U32 = struct.Struct("<I")
+
 # wire name -> (numpy dtype, element byte size; 0 = variable)
 _TABLE: dict[str, tuple[np.dtype, int]] = {
     "BOOL": (np.dtype(np.bool_), 1),
@@ -91,7 +93,7 @@ def element_count(shape: tuple[int, ...] | list[int]) -> int:
 
 def serialize_bytes(array: np.ndarray) -> bytes:
     """Triton's BYTES serialization: 4-byte LE length then data, row-major order."""
-    pack = struct.Struct("<I").pack
+    pack = _U32.pack
     parts: list[bytes] = []
     for item in array.reshape(-1):
         if isinstance(item, str):
@@ -103,32 +105,67 @@ def serialize_bytes(array: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def deserialize_bytes(buffer: bytes | memoryview, count: int | None = None) -> np.ndarray:
-    """Inverse of :func:`serialize_bytes`; a flat object array of ``bytes``.
+def deserialize_bytes(
+    buffer: bytes | memoryview, count: int | None = None, name: str = "", model: str = ""
+) -> np.ndarray:
+    """Inverse of :func:`serialize_bytes`: a flat object array of ``bytes``.
 
-    Raises InvalidArgument when the buffer is truncated or (with ``count``) holds a
-    different number of elements.
+    Raises InvalidArgument, with Triton's texts naming input ``name`` of ``model``, when the
+    buffer is truncated or (with ``count``) holds a different number of elements.
     """
     view = memoryview(buffer).cast("B")
     total = len(view)
     items: list[bytes] = []
     offset = 0
-    unpack = struct.Struct("<I").unpack_from
+    unpack = _U32.unpack_from
     while offset < total:
-        if offset + 4 > total:
-            raise InvalidArgument("BYTES data is truncated: incomplete length prefix")
+        if total - offset < 4:
+            raise InvalidArgument(
+                f"incomplete string length indicator for inference input '{name}' for model "
+                f"'{model}', expecting 4 bytes but only {total - offset} bytes available. "
+                "Please make sure the string length indicator is in one buffer."
+            )
         (length,) = unpack(view, offset)
         offset += 4
-        if offset + length > total:
-            raise InvalidArgument("BYTES data is truncated: element longer than the data")
+        if length > total - offset:
+            raise InvalidArgument(
+                f"incomplete string data for inference input '{name}', expecting string of "
+                f"length {length} but only {total - offset} bytes available"
+            )
         items.append(bytes(view[offset : offset + length]))
         offset += length
-        if count is not None and len(items) > count:
-            break
     if count is not None and len(items) != count:
+        if len(items) > count:
+            raise InvalidArgument(
+                f"unexpected number of string elements {len(items)} for inference input "
+                f"'{name}' for model '{model}', expecting {count}"
+            )
         raise InvalidArgument(
-            f"expected {count} BYTES elements, got {'more' if len(items) > count else len(items)}"
+            f"expected {count} string elements for inference input '{name}' for model "
+            f"'{model}', got {len(items)}"
         )
     out = np.empty(len(items), dtype=np.object_)
     out[:] = items
     return out
+
+
+def tensor_from_bytes(
+    name: str,
+    model: str,
+    datatype: str,
+    shape: tuple[int, ...],
+    count: int,
+    buffer: bytes | memoryview,
+) -> np.ndarray:
+    """Input ``name`` of ``model`` from its raw bytes: a numpy view (no copy) for fixed-size
+    types once the size matches ``count`` elements, decoded elements for BYTES."""
+    if datatype == "BYTES":
+        return deserialize_bytes(buffer, count, name, model).reshape(shape)
+    size = len(buffer)
+    expected = count * element_size(datatype)
+    if size != expected:
+        raise InvalidArgument(
+            f"input byte size mismatch for input '{name}' for model '{model}'. "
+            f"Expected {expected}, got {size}"
+        )
+    return np.frombuffer(buffer, dtype=raw_dtype(datatype), count=count).reshape(shape)

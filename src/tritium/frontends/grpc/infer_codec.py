@@ -139,26 +139,6 @@ def _shape(tensor: service_pb2.ModelInferRequest.InferInputTensor) -> tuple[tupl
     return tuple(tensor.shape), count
 
 
-def _from_raw(
-    name: str, model: str, datatype: str, shape: tuple[int, ...], count: int, raw: bytes
-) -> np.ndarray:
-    if datatype == "BYTES":
-        try:
-            flat = datatypes.deserialize_bytes(raw, count)
-        except InvalidArgument as exc:
-            raise InvalidArgument(
-                f"invalid BYTES data for input '{name}' for model '{model}': {exc.message}"
-            ) from None
-        return flat.reshape(shape)
-    expected = count * datatypes.element_size(datatype)
-    if len(raw) != expected:
-        raise InvalidArgument(
-            f"input byte size mismatch for input '{name}' for model '{model}'. "
-            f"Expected {expected}, got {len(raw)}"
-        )
-    return np.frombuffer(raw, dtype=datatypes.raw_dtype(datatype), count=count).reshape(shape)
-
-
 def _from_contents(
     tensor: service_pb2.ModelInferRequest.InferInputTensor,
     model: str,
@@ -238,7 +218,8 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
                     f"contents field must not be specified when using raw_input_contents "
                     f"for input '{name}' for model '{model}'"
                 )
-            data = _from_raw(name, model, datatype, shape, count, raw[index])
+            # The same checks and texts as HTTP's binary data: one decoder for both.
+            data = datatypes.tensor_from_bytes(name, model, datatype, shape, count, raw[index])
         elif has_contents:
             data = _from_contents(tensor, model, shape, count)
         elif count == 0:

@@ -20,9 +20,9 @@ import numpy as np
 import orjson
 
 from tritium.core import datatypes
+from tritium.core.datatypes import tensor_from_bytes
 from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferRequest, InputTensor, RequestedOutput
-from tritium.frontends.http.binary_data import tensor_from_bytes
 from tritium.frontends.http.header_plans import (
     MAX_HEADER,
     HeaderPlans,
