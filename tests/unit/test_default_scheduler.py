@@ -6,56 +6,10 @@ import asyncio
 
 import pytest
 
-from tritium.core import InferRequest, InferResponse
+from tritium.core import InferRequest
 from tritium.core.errors import Unavailable
 from tritium.scheduling import DefaultScheduler
-
-
-class FakeRunner:
-    """Completes batches only when the test says so."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.running = True
-        self.inflight: list[tuple[list[InferRequest], asyncio.Future]] = []
-        self.cancelled: list[InferRequest] = []
-        self.ready_callbacks: list = []
-        self.failure_callbacks: list = []
-
-    def submit(self, batch):
-        if not self.running:
-            raise Unavailable(f"instance '{self.name}' is not running")
-        assert not self.inflight, "a busy runner was given a second batch"
-        fut = asyncio.get_running_loop().create_future()
-        self.inflight.append((batch, fut))
-        return fut
-
-    def finish(self) -> None:
-        batch, fut = self.inflight.pop()
-        fut.set_result([InferResponse(r.model_name, "1", r.id) for r in batch])
-
-    def die(self) -> None:
-        batch, fut = self.inflight.pop()
-        self.running = False
-        fut.set_exception(Unavailable(f"instance '{self.name}' exited unexpectedly"))
-
-    def revive(self) -> None:
-        self.running = True
-        callbacks, self.ready_callbacks = self.ready_callbacks, []
-        for cb in callbacks:
-            cb()
-
-    def cancel(self, request):
-        self.cancelled.append(request)
-
-    def when_ready(self, callback):
-        if self.running:
-            callback()
-        else:
-            self.ready_callbacks.append(callback)
-
-    def on_restart_failure(self, callback):
-        self.failure_callbacks.append(callback)
+from tritium.testing.fakes import FakeRunner
 
 
 async def _settle() -> None:

@@ -11,59 +11,9 @@ from tritium.core.errors import InternalError, Unavailable
 from tritium.scheduling.batch_config import BatchingConfig, QueuePolicy
 from tritium.scheduling.batch_policy import BatchPolicy
 from tritium.scheduling.dynamic import DynamicBatcher
+from tritium.testing.fakes import FakeRunner
 
 US = 1000
-
-
-class FakeRunner:
-    """Completes batches only when the test says so."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.running = True
-        self.inflight: list[tuple[list[InferRequest], asyncio.Future]] = []
-        self.batches: list[list[str]] = []
-        self.cancelled: list[InferRequest] = []
-        self.ready_callbacks: list = []
-        self.failure_callbacks: list = []
-
-    def submit(self, batch):
-        if not self.running:
-            raise Unavailable(f"instance '{self.name}' is not running")
-        assert not self.inflight, "a busy runner was given a second batch"
-        fut = asyncio.get_running_loop().create_future()
-        self.inflight.append((batch, fut))
-        self.batches.append([r.id for r in batch])
-        return fut
-
-    def finish(self, responses: list[InferResponse] | None = None) -> None:
-        batch, fut = self.inflight.pop()
-        if responses is None:
-            responses = [InferResponse(r.model_name, "1", r.id) for r in batch]
-        fut.set_result(responses)
-
-    def die(self) -> None:
-        batch, fut = self.inflight.pop()
-        self.running = False
-        fut.set_exception(Unavailable(f"instance '{self.name}' exited unexpectedly"))
-
-    def revive(self) -> None:
-        self.running = True
-        callbacks, self.ready_callbacks = self.ready_callbacks, []
-        for cb in callbacks:
-            cb()
-
-    def cancel(self, request):
-        self.cancelled.append(request)
-
-    def when_ready(self, callback):
-        if self.running:
-            callback()
-        else:
-            self.ready_callbacks.append(callback)
-
-    def on_restart_failure(self, callback):
-        self.failure_callbacks.append(callback)
 
 
 class FakeClock:

@@ -6,7 +6,6 @@ from tritium.ipc.framing import (
     MessageReader,
     encode,
     recv_fd,
-    recv_message,
     send_fd,
     send_message,
 )
@@ -19,7 +18,6 @@ __all__ = [
     "encode",
     "grow_size",
     "recv_fd",
-    "recv_message",
     "send_fd",
     "send_message",
 ]

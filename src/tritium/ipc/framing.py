@@ -75,26 +75,6 @@ class MessageReader:
         return self._ready.popleft()
 
 
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    """Blocking read of exactly n bytes; EOFError when the peer closed."""
-    chunks = []
-    while n:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise EOFError("peer closed the control socket")
-        chunks.append(chunk)
-        n -= len(chunk)
-    return b"".join(chunks)
-
-
-def recv_message(sock: socket.socket) -> Any:
-    """Blocking receive of one framed message (worker side)."""
-    (length,) = _LEN.unpack(recv_exact(sock, 4))
-    if length > MAX_MESSAGE:
-        raise ValueError(f"control message of {length} bytes exceeds the limit")
-    return orjson.loads(recv_exact(sock, length))
-
-
 def send_message(sock: socket.socket, message: Any) -> None:
     sock.sendall(encode(message))
 

@@ -1,5 +1,6 @@
-"""Public test helpers: run a real server process."""
+"""Public test helpers: a real server process, fake runners for scheduler tests."""
 
+from tritium.testing.fakes import FakeRunner
 from tritium.testing.server import ServerProcess
 
-__all__ = ["ServerProcess"]
+__all__ = ["FakeRunner", "ServerProcess"]

@@ -1,9 +1,9 @@
 """A model instance: one worker process plus its identity (name, kind, device id).
 
-The instance is the Runner the schedulers drive: ``execute(batch)`` returns one response per
-request. When its process dies, the batch in flight fails with a clear error, the instance
-reports not ready, and it restarts itself with back-off; executions that arrive meanwhile wait
-(bounded) for the restart.
+The instance is the Runner the schedulers drive: ``submit(batch)`` starts a batch and its
+future gets one response per request. When its process dies, the batch in flight fails with
+a clear error, the instance reports not ready and restarts itself with back-off; schedulers
+park it (``when_ready``) until then and hear of every failed restart.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from tritium.workers.process import WorkerProcess
 log = logging.getLogger("tritium.workers")
 
 RESTART_BACKOFF_S = (0.1, 0.5, 1.0, 2.0, 5.0)
-RESTART_WAIT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +51,6 @@ class ModelInstance:
         self._stopping = False
         self._ready_waiters: list[Callable[[], None]] = []
         self._failure_listeners: list[Callable[[], None]] = []
-        self.executions = 0
         self.restarts = 0
 
     @property
@@ -138,7 +136,6 @@ class ModelInstance:
         for request in batch:
             request.dispatch_ns = now
         done = self.process.submit(batch)
-        self.executions += 1
         done.add_done_callback(partial(self._record, batch, self.process))
         return done
 
@@ -152,14 +149,6 @@ class ModelInstance:
     def cancel(self, request: InferRequest) -> None:
         if self.process is not None:
             self.process.cancel(request)
-
-    async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
-        if not self._ready.is_set():
-            try:
-                await asyncio.wait_for(self._ready.wait(), RESTART_WAIT_S)
-            except asyncio.TimeoutError:
-                raise Unavailable(f"instance '{self.name}' is restarting") from None
-        return await self.submit(batch)
 
     async def stop(self, timeout: float) -> None:
         self._stopping = True

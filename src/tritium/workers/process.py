@@ -235,9 +235,6 @@ class WorkerProcess:
 
     # -- execution --------------------------------------------------------------------
 
-    async def execute(self, batch: list[InferRequest]) -> list[InferResponse]:
-        return await self.submit(batch)
-
     def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
         """Start one batch now (synchronously: inputs written, message sent) and return
         the future of its responses, one per request. Model errors arrive as per-response

@@ -116,14 +116,16 @@ def plan_from(
     )
 
 
-def inputs_from(plan: HeaderPlan, make_data, body: memoryview, offset: int) -> list[InputTensor]:
+def inputs_from(plan: HeaderPlan, model: str, body: memoryview, offset: int) -> list[InputTensor]:
     """Fresh input tensors over ``body``'s binary data, laid out as the plan says."""
     tensors = []
     for spec in plan.inputs:
         chunk = body[offset : offset + spec.size]
         offset += spec.size
         if spec.dtype is None:
-            data = make_data(spec.name, spec.datatype, spec.shape, spec.count, chunk)
+            data = datatypes.tensor_from_bytes(
+                spec.name, model, spec.datatype, spec.shape, spec.count, chunk
+            )
         else:
             # Sizes were checked when the plan was made and the total is checked per hit.
             data = np.frombuffer(chunk, dtype=spec.dtype, count=spec.count)

@@ -351,12 +351,7 @@ def decode_infer_request(
         if plan is not None and plan.binary_total == len(body) - header_length:
             try:
                 request = plan.request(model_name, model_version)
-                request.inputs = inputs_from(
-                    plan,
-                    lambda n, d, sh, c, chunk: tensor_from_bytes(n, model_name, d, sh, c, chunk),
-                    memoryview(body),
-                    header_length,
-                )
+                request.inputs = inputs_from(plan, model_name, memoryview(body), header_length)
                 return request, plan.prefs  # type: ignore[return-value]
             except InvalidArgument:
                 pass  # decode the slow way below for the exact message
