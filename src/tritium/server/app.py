@@ -11,7 +11,6 @@ import asyncio
 import gc
 import logging
 import signal
-import socket
 from pathlib import Path
 
 from tritium.server.devices import gpu_count
@@ -34,9 +33,8 @@ def _model_table(rows: list[tuple[str, str, str]]) -> str:
 
 
 class Server:
-    def __init__(self, settings: Settings, *, http_sock: socket.socket | None = None) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.http_sock = http_sock
         options = LoadOptions(
             auto_complete=not settings.disable_auto_complete_config,
             model_config_name=settings.model_config_name,
@@ -49,7 +47,6 @@ class Server:
         )
         self.http = None
         self.grpc = None
-        self.stopped = asyncio.Event()
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
@@ -80,7 +77,6 @@ class Server:
 
             self.http = await start_http_server(
                 self.service,
-                sock=self.http_sock,
                 host=self.settings.http_address,
                 port=self.settings.http_port,
                 max_input_size=self.settings.http_max_input_size,
@@ -101,11 +97,10 @@ class Server:
         if self.http is not None:
             await self.http.shutdown(timeout)
         await self.models.unload_all(timeout)
-        self.stopped.set()
 
 
-async def serve(settings: Settings, *, http_sock: socket.socket | None = None) -> int:
-    server = Server(settings, http_sock=http_sock)
+async def serve(settings: Settings) -> int:
+    server = Server(settings)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -116,7 +111,11 @@ async def serve(settings: Settings, *, http_sock: socket.socket | None = None) -
             await stop.wait()
             log.info("Received signal, shutting down")
     finally:
-        await server.shutdown()
+        try:
+            await server.shutdown()
+        finally:
+            # Last resort when a graceful stop failed: no worker outlives the server.
+            server.models.kill_all()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     return 0 if ok else 1

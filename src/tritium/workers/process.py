@@ -216,7 +216,7 @@ class WorkerProcess:
         self._close_arenas()
 
     def kill(self) -> None:
-        """Synchronous last resort (used at interpreter exit)."""
+        """Synchronous last resort when a graceful stop did not happen."""
         if self._proc is not None and self._proc.poll() is None:
             self._proc.kill()
             with contextlib.suppress(Exception):
