@@ -22,6 +22,7 @@ from tritonclient.utils import InferenceServerException
 from tritium.core.errors import InvalidArgument, Unsupported
 from tritium.core.types import InferResponse, OutputTensor
 from tritium.frontends.grpc import (
+    GrpcOptions,
     decode_infer_request,
     encode_infer_response,
     model_config_response,
@@ -59,7 +60,7 @@ def grpc_url():
         await models.load_all()
         service = Service(models)
         service.started = True
-        return await start_grpc_server(service, host="127.0.0.1", port=0)
+        return await start_grpc_server(service, GrpcOptions(host="127.0.0.1", port=0))
 
     try:
         server = runner.call(start())

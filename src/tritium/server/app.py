@@ -23,7 +23,9 @@ log = logging.getLogger("tritium.server")
 
 def _model_table(rows: list[tuple[str, str, str]]) -> str:
     headers = ("Model", "Version", "Status")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
     sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
     def line(cells: tuple[str, ...]) -> str:
@@ -64,11 +66,7 @@ class Server:
             log.error("failed to load all models")
             return False
         if self.settings.allow_grpc:
-            from tritium.frontends.grpc import start_grpc_server
-
-            self.grpc = await start_grpc_server(
-                self.service, host=self.settings.grpc_address, port=self.settings.grpc_port
-            )
+            self.grpc = await _start_grpc(self.service, self.settings)
             log.info(
                 "Started GRPCInferenceService at %s:%d", self.settings.grpc_address, self.grpc.port
             )
@@ -97,6 +95,46 @@ class Server:
         if self.http is not None:
             await self.http.shutdown(timeout)
         await self.models.unload_all(timeout)
+
+
+def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazily
+    from tritium.frontends.grpc import GrpcOptions, KeepaliveOptions, TlsFiles
+
+    tls = None
+    if s.grpc_use_ssl:
+        tls = TlsFiles(
+            s.grpc_server_cert, s.grpc_server_key, s.grpc_root_cert, s.grpc_use_ssl_mutual
+        )
+    keepalive = KeepaliveOptions(
+        time_ms=s.grpc_keepalive_time,
+        timeout_ms=s.grpc_keepalive_timeout,
+        permit_without_calls=s.grpc_keepalive_permit_without_calls,
+        max_pings_without_data=s.grpc_http2_max_pings_without_data,
+        min_recv_ping_interval_without_data_ms=s.grpc_http2_min_recv_ping_interval_without_data,
+        max_ping_strikes=s.grpc_http2_max_ping_strikes,
+        max_connection_age_ms=s.grpc_max_connection_age,
+        max_connection_age_grace_ms=s.grpc_max_connection_age_grace,
+    )
+    return GrpcOptions(
+        host=s.grpc_address,
+        port=s.grpc_port,
+        reuse_port=s.reuse_grpc_port,
+        tls=tls,
+        response_compression=s.grpc_infer_response_compression_level,
+        keepalive=keepalive,
+    )
+
+
+async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
+    """Start the gRPC transport ``--grpc-implementation`` names."""
+    options = _grpc_options(settings)
+    if settings.grpc_implementation == "native":
+        from tritium.frontends.grpc.native import start_native_grpc_server
+
+        return await start_native_grpc_server(service, options)
+    from tritium.frontends.grpc import start_grpc_server
+
+    return await start_grpc_server(service, options)
 
 
 async def serve(settings: Settings) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")
 GRPC_COMPRESSION_LEVELS = ("none", "low", "medium", "high")
+GRPC_IMPLEMENTATIONS = ("native", "grpcio")
 
 
 def _opt(default: Any, help: str, group: str, **cli: Any) -> Any:
@@ -158,6 +159,14 @@ class Settings:
         "can share it.",
         "GRPC",
     )
+    grpc_implementation: str = _opt(
+        "grpcio",
+        "Which gRPC transport serves the endpoint: native (tritium's own HTTP/2 server) or "
+        "grpcio (the grpcio library's server). Both serve the same methods.",
+        "GRPC",
+        choices=GRPC_IMPLEMENTATIONS,
+        fold_case=True,
+    )
     grpc_use_ssl: bool = _opt(False, "Serve gRPC over TLS.", "GRPC")
     grpc_use_ssl_mutual: bool = _opt(
         False,
@@ -224,6 +233,16 @@ class Settings:
         "GRPC",
     )
 
+    # --- Shared memory ------------------------------------------------------------------
+    allow_client_shm: bool = _opt(
+        True,
+        "Let clients register system shared-memory regions (the shared-memory extension). "
+        "On by default, as in Triton, so tritonclient's shm utilities and perf_analyzer "
+        "--shared-memory=system work; turn it off when untrusted clients can reach the "
+        "server, since a registered key is opened with the server's permissions.",
+        "Shared memory",
+    )
+
     # --- Metrics ------------------------------------------------------------------------
     allow_metrics: bool = _opt(True, "Serve Prometheus metrics.", "Metrics")
     allow_cpu_metrics: bool = _opt(
@@ -272,6 +291,7 @@ def _normalize(s: Settings) -> None:
         _set(s, name, tuple(dict.fromkeys(items)))
     _set(s, "backend_config", tuple(tuple(entry) for entry in s.backend_config))
     _set(s, "model_control_mode", s.model_control_mode.lower())
+    _set(s, "grpc_implementation", s.grpc_implementation.lower())
     _set(
         s,
         "grpc_infer_response_compression_level",
@@ -318,6 +338,7 @@ def _validate(s: Settings) -> None:
     _check_choice(s, "model_control_mode", MODEL_CONTROL_MODES)
     _check_choice(s, "log_format", LOG_FORMATS)
     _check_choice(s, "grpc_infer_response_compression_level", GRPC_COMPRESSION_LEVELS)
+    _check_choice(s, "grpc_implementation", GRPC_IMPLEMENTATIONS)
     if s.load_model and s.model_control_mode != "explicit":
         # Triton's wording: the flag would otherwise be silently ignored.
         raise ValueError(

@@ -17,15 +17,24 @@ from tritium.frontends.grpc.messages import (
     model_statistics_response,
     server_metadata_response,
 )
-from tritium.frontends.grpc.server import MAX_MESSAGE_LENGTH, GrpcServer, start_grpc_server
+from tritium.frontends.grpc.options import (
+    MAX_MESSAGE_LENGTH,
+    GrpcOptions,
+    KeepaliveOptions,
+    TlsFiles,
+)
+from tritium.frontends.grpc.server import GrpcServer, start_grpc_server
 from tritium.frontends.grpc.servicer import InferenceServicer, status_code
 from tritium.frontends.grpc.status import GRPC_STATUS, grpc_status_for
 
 __all__ = [
     "GRPC_STATUS",
     "MAX_MESSAGE_LENGTH",
+    "GrpcOptions",
     "GrpcServer",
     "InferenceServicer",
+    "KeepaliveOptions",
+    "TlsFiles",
     "decode_infer_request",
     "encode_infer_response",
     "grpc_status_for",

@@ -242,8 +242,7 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
                 )
             if params.get("classification"):
                 raise Unsupported(
-                    f"output '{out.name}': classification is not supported by the gRPC "
-                    "endpoint"
+                    f"output '{out.name}': classification is not supported by the gRPC endpoint"
                 )
             outputs.append(RequestedOutput(out.name, params))
         request.outputs = outputs

@@ -11,16 +11,11 @@ import logging
 import grpc
 from tritonclient.grpc import service_pb2_grpc
 
+from tritium.frontends.grpc.options import GrpcOptions
 from tritium.frontends.grpc.servicer import InferenceServicer
 from tritium.service import Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
-
-MAX_MESSAGE_LENGTH = 2**31 - 1
-_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_LENGTH),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_LENGTH),
-]
 
 
 class GrpcServer:
@@ -56,11 +51,18 @@ def _add_health(server: grpc.aio.Server, service: Service) -> bool:
     return True
 
 
-async def start_grpc_server(
-    service: Service, *, host: str = "0.0.0.0", port: int = 8001
-) -> GrpcServer:
-    """Serve Triton's ``GRPCInferenceService`` for ``service`` on host:port."""
-    server = grpc.aio.server(options=_OPTIONS)
+def _channel_options(options: GrpcOptions) -> list[tuple[str, int]]:
+    return [
+        ("grpc.max_send_message_length", options.max_message_length),
+        ("grpc.max_receive_message_length", options.max_message_length),
+        ("grpc.so_reuseport", int(options.reuse_port)),
+    ]
+
+
+async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServer:
+    """Serve Triton's ``GRPCInferenceService`` for ``service`` as ``options`` say."""
+    host, port = options.host, options.port
+    server = grpc.aio.server(options=_channel_options(options))
     service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(service), server)
     if not _add_health(server, service):
         logger.debug("grpc_health is not installed: grpc.health.v1.Health is not served")

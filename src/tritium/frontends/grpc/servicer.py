@@ -118,7 +118,9 @@ class InferenceServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     # ------------------------------------------------------------- infer
 
-    async def _infer(self, message: service_pb2.ModelInferRequest) -> service_pb2.ModelInferResponse:
+    async def _infer(
+        self, message: service_pb2.ModelInferRequest
+    ) -> service_pb2.ModelInferResponse:
         """Decode, submit, await and encode one request; raises core errors."""
         request = decode_infer_request(message)
         response: InferResponse = await self._service.submit(request)
@@ -184,13 +186,9 @@ class InferenceServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
 
     RepositoryIndex = _unimplemented("the model repository extension (RepositoryIndex)")
     RepositoryModelLoad = _unimplemented("the model repository extension (RepositoryModelLoad)")
-    RepositoryModelUnload = _unimplemented(
-        "the model repository extension (RepositoryModelUnload)"
-    )
+    RepositoryModelUnload = _unimplemented("the model repository extension (RepositoryModelUnload)")
     SystemSharedMemoryStatus = _unimplemented("system shared memory (SystemSharedMemoryStatus)")
-    SystemSharedMemoryRegister = _unimplemented(
-        "system shared memory (SystemSharedMemoryRegister)"
-    )
+    SystemSharedMemoryRegister = _unimplemented("system shared memory (SystemSharedMemoryRegister)")
     SystemSharedMemoryUnregister = _unimplemented(
         "system shared memory (SystemSharedMemoryUnregister)"
     )
