@@ -16,6 +16,8 @@ class Measurement:
     throughput: float | None = None  # inferences per second
     p50_us: float | None = None
     p99_us: float | None = None
+    # Server CPU (all its processes) per successful request over the whole run.
+    server_cpu_us: float | None = None
     error: str | None = None
     # Problem lines the tool printed even though it produced numbers (e.g. warnings).
     notes: tuple[str, ...] = ()

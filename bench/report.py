@@ -22,6 +22,7 @@ class ServerSummary:
     throughput: float | None
     p50_us: float | None
     p99_us: float | None
+    server_cpu_us: float | None = None
 
 
 def summarize(measurements: list[Measurement]) -> ServerSummary:
@@ -38,6 +39,7 @@ def summarize(measurements: list[Measurement]) -> ServerSummary:
         throughput=median([m.throughput for m in good]),
         p50_us=median([m.p50_us for m in good]),
         p99_us=median([m.p99_us for m in good]),
+        server_cpu_us=median([m.server_cpu_us for m in good]),
     )
 
 
@@ -69,6 +71,11 @@ class ScenarioResult:
         return ratio(self.summary(SUBJECT).p99_us, self.summary(BASELINE).p99_us)
 
     @property
+    def cpu_ratio(self) -> float | None:
+        """tritium / Triton median server CPU per request (lower is better for tritium)."""
+        return ratio(self.summary(SUBJECT).server_cpu_us, self.summary(BASELINE).server_cpu_us)
+
+    @property
     def acceptance(self) -> str:
         """'pass' / 'FAIL' for acceptance scenarios (tritium ≥ 1.0× Triton), else ''."""
         if not self.scenario.acceptance:
@@ -96,6 +103,7 @@ class ScenarioResult:
             "skipped": self.skipped,
             "throughput_ratio": self.throughput_ratio,
             "p99_ratio": self.p99_ratio,
+            "server_cpu_ratio": self.cpu_ratio,
             "median": {s: vars(self.summary(s)) for s in SERVERS},
             "runs": {s: [m.to_json() for m in self.runs[s]] for s in SERVERS},
         }
@@ -118,12 +126,13 @@ def markdown_table(results: list[ScenarioResult]) -> str:
     lines = [
         "| scenario | tritium infer/s | Triton infer/s | throughput tritium/Triton "
         "| tritium p50 µs | Triton p50 µs | tritium p99 µs | Triton p99 µs "
-        "| p99 tritium/Triton | check |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| p99 tritium/Triton | tritium CPU µs/infer | Triton CPU µs/infer "
+        "| CPU tritium/Triton | check |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         if r.skipped:
-            lines.append(f"| `{r.scenario.name}` | skipped: {r.skipped} |||||||||")
+            lines.append(f"| `{r.scenario.name}` | skipped: {r.skipped} ||||||||||||")
             continue
         t, b = r.summary(SUBJECT), r.summary(BASELINE)
 
@@ -134,7 +143,8 @@ def markdown_table(results: list[ScenarioResult]) -> str:
             f"| `{r.scenario.name}` | {_num(t.throughput)}{ok_count(t)} "
             f"| {_num(b.throughput)}{ok_count(b)} | {_ratio(r.throughput_ratio)} "
             f"| {_num(t.p50_us)} | {_num(b.p50_us)} | {_num(t.p99_us)} | {_num(b.p99_us)} "
-            f"| {_ratio(r.p99_ratio)} | {r.acceptance} |"
+            f"| {_ratio(r.p99_ratio)} | {_num(t.server_cpu_us)} | {_num(b.server_cpu_us)} "
+            f"| {_ratio(r.cpu_ratio)} | {r.acceptance} |"
         )
     return "\n".join(lines)
 

@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench import server_cpu
 from bench.anchors import (
     REPO_ROOT,
     Anchors,
@@ -81,6 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--triton-ports", default="18000,18001,18002", help="HTTP,GRPC,METRICS")
     p.add_argument("--tritium-port", type=int, default=18100)
+    p.add_argument(
+        "--tritium-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra flag for tritium serve, repeatable (e.g. --tritium-arg=--grpc-implementation=grpcio)",
+    )
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     p.add_argument(
         "--servers",
@@ -119,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         repository=args.repository.resolve(),
         triton_ports=triton_ports,
         tritium_port=args.tritium_port,
+        tritium_args=tuple(args.tritium_arg),
         results_dir=args.results_dir.resolve(),
         server_names=tuple(n for n in SERVERS if n in args.servers),
     )
@@ -134,6 +144,7 @@ def run_bench(
     triton_ports: tuple[int, int, int],
     tritium_port: int,
     results_dir: Path,
+    tritium_args: tuple[str, ...] = (),
     server_names: tuple[str, ...] = SERVERS,
 ) -> int:
     """Run the benchmark; returns the process exit code (0 ok, 1 failed runs, 2 setup, 130 ^C)."""
@@ -159,7 +170,7 @@ def run_bench(
         try:
             with contextlib.ExitStack() as stack:
                 triton = TritonServer(anchors, repository, triton_ports, logs_dir)
-                tritium = TritiumServer(repository, tritium_port, logs_dir)
+                tritium = TritiumServer(repository, tritium_port, logs_dir, tritium_args)
                 every: dict[str, Server] = {"tritium": tritium, "triton": triton}
                 servers = {n: every[n] for n in server_names}
                 for server in servers.values():
@@ -170,6 +181,8 @@ def run_bench(
                     wait_models_ready(server.url, models)
                     shm_owned |= _server_shm(server)
                 meta["servers"] = _describe_servers(servers)
+                if tritium_args and "tritium" in servers:
+                    meta["servers"] += f" (tritium flags: {' '.join(tritium_args)})"
                 print(f"[bench] {meta['servers']}", flush=True)
                 for result in results:
                     _run_scenario(result, servers, anchors, settings, rounds, logs_dir)
@@ -214,7 +227,11 @@ def _run_scenario(
         for name, server in servers.items():
             log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
             url = server.grpc_url if scenario.protocol == "grpc" else server.url
+            before = server_cpu.sample(server.pgid, server.url, scenario.model)
             m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
+            after = server_cpu.sample(server.pgid, server.url, scenario.model)
+            if m.ok:
+                m = replace(m, server_cpu_us=server_cpu.cpu_us_per_request(before, after))
             result.runs[name].append(m)
             print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
 
@@ -236,7 +253,8 @@ def _measure(
 def _line(m: Measurement) -> str:
     if not m.ok:
         return f"ERROR {m.error}"
-    return f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs"
+    cpu = "" if m.server_cpu_us is None else f"  server CPU {m.server_cpu_us:6.0f} µs/infer"
+    return f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs{cpu}"
 
 
 def _write_results(

@@ -146,6 +146,26 @@ SCENARIOS = SCENARIOS + (
     ),
 )
 
+SCENARIOS = SCENARIOS + (
+    Scenario(
+        name="identity_http_shm_c64",
+        model="identity",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16], HTTP, inputs and outputs in system shared memory, 64 in flight",
+        perf_args=("--shape", "INPUT0:16", "--shared-memory=system"),
+    ),
+    Scenario(
+        name="identity_grpc_shm_c64",
+        model="identity",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity FP32[16], gRPC, inputs and outputs in system shared memory, 64 in flight",
+        perf_args=("--shape", "INPUT0:16", "--shared-memory=system"),
+        protocol="grpc",
+    ),
+)
+
 SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)
 
 

@@ -217,13 +217,20 @@ class TritiumServer:
 
     name = "tritium"
 
-    def __init__(self, repository: Path, http_port: int, run_dir: Path) -> None:
+    def __init__(
+        self, repository: Path, http_port: int, run_dir: Path, extra_args: tuple[str, ...] = ()
+    ) -> None:
         self.http_port = http_port
         self.grpc_port = http_port + 1
         self.log_file = run_dir / "tritium.log"
         self._process = ServerProcess(
             [repository],
-            [*COMMON_FLAGS, f"--http-port={http_port}", f"--grpc-port={self.grpc_port}"],
+            [
+                *COMMON_FLAGS,
+                f"--http-port={http_port}",
+                f"--grpc-port={self.grpc_port}",
+                *extra_args,
+            ],
             startup_timeout=READY_TIMEOUT_S,
             grpc=True,
         )

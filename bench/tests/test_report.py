@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bench.measurement import Measurement
 from bench.report import ScenarioResult, markdown_report, markdown_table, summarize
 from bench.scenarios import select_scenarios
@@ -40,14 +42,17 @@ def test_non_acceptance_scenarios_have_no_check() -> None:
 
 def test_markdown_table_rows() -> None:
     ok = ScenarioResult(select_scenarios(["add_sub_http_binary_c8"])[0])
-    ok.runs["tritium"] = [m(3000, 250, 900), Measurement(error="Thread [0] had error: x")]
-    ok.runs["triton"] = [m(1500, 500, 1800)]
+    ok.runs["tritium"] = [
+        replace(m(3000, 250, 900), server_cpu_us=60.0),
+        Measurement(error="Thread [0] had error: x"),
+    ]
+    ok.runs["triton"] = [replace(m(1500, 500, 1800), server_cpu_us=120.0)]
     skipped = ScenarioResult(select_scenarios(["identity_http_json_c64"])[0], skipped="no wrk")
     table = markdown_table([ok, skipped]).splitlines()
     assert len(table) == 4
     assert table[2] == (
         "| `add_sub_http_binary_c8` | 3,000 (1/2 ok) | 1,500 | 2.00× | 250 | 500 | 900 | 1,800 "
-        "| 0.50× | pass |"
+        "| 0.50× | 60 | 120 | 0.50× | pass |"
     )
     assert table[3].startswith("| `identity_http_json_c64` | skipped: no wrk |")
     meta = {

@@ -1,0 +1,101 @@
+"""CPU per request inside a model worker, in process, without the server or sockets.
+
+Runs the worker's side of one add_sub execution over and over — decode the exec message
+the server sends, build the pb_utils requests over the arena, call the example model's
+``execute``, collect and place its outputs, encode the reply — and prints the Python
+cost per request. Like ``path_cpu.py`` for the main process, it is deterministic enough to
+compare changes on a noisy machine:
+
+    .venv/bin/python bench/worker_cpu.py [--requests N] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tritium.backends.python.model_host import ModelHost
+from tritium.ipc.arena import Arena
+from tritium.ipc.framing import FrameDecoder, encode
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
+CONFIG = {
+    "name": "add_sub",
+    "backend": "python",
+    "max_batch_size": 0,
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+    "output": [
+        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+}
+
+
+def _host() -> ModelHost:
+    host = ModelHost(
+        {"model_name": "add_sub", "model_version": "1", "model_dir": str(EXAMPLES / "add_sub"),
+         "config": CONFIG}
+    )
+    host.load()
+    host.initialize({"config": CONFIG, "instance_name": "add_sub_0"})
+    return host
+
+
+def _exec_message(in_arena: Arena) -> bytes:
+    """The exec message for one request whose two inputs already sit in the arena."""
+    data = np.arange(4, dtype=np.float32).tobytes()
+    in_arena.buf[64:80] = data
+    in_arena.buf[128:144] = data
+    item = {
+        "id": "", "corr": 0, "flags": 0, "params": {}, "outputs": None,
+        "inputs": [["INPUT0", "FP32", [4], 64, 16], ["INPUT1", "FP32", [4], 128, 16]],
+    }
+    return encode({"op": "exec", "requests": [item]})
+
+
+def _run(requests: int, profile: bool) -> None:
+    host = _host()
+    in_arena, out_arena = Arena.create(1 << 20), Arena.create(1 << 20)
+    frame = _exec_message(in_arena)
+    decoder = FrameDecoder()
+
+    def once() -> bytes:
+        (message,) = decoder.feed(frame)
+        reply = host.execute(message["requests"], in_arena, out_arena)
+        return encode(reply)
+
+    for _ in range(2000):
+        once()
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:
+        profiler.enable()
+    start = time.process_time()
+    for _ in range(requests):
+        once()
+    spent = time.process_time() - start
+    if profiler is not None:
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+    print(f"{spent / requests * 1e6:.1f} µs CPU per request ({requests} requests)")
+    in_arena.close()
+    out_arena.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=50000)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    args = parser.parse_args()
+    _run(args.requests, args.profile)
+
+
+if __name__ == "__main__":
+    main()
