@@ -16,9 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tritium.backends.python import pb_utils
+from tritium.core.datatypes import serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
 
@@ -218,35 +217,39 @@ class ModelHost:
             return [{"error": ["INTERNAL", message]} for _ in range(n)], []
         replies: list[dict[str, Any]] = []
         pending: list[Any] = []  # (reply index, name, wire, shape, array, raw, size)
+        response_type = pb_utils.InferenceResponse
         for index, (response, request) in enumerate(zip(result, requests)):
             reply: dict[str, Any] = {}
             replies.append(reply)
-            if not isinstance(response, pb_utils.InferenceResponse):
+            # The pb_utils objects are tritium's own: read their fields directly, this
+            # loop runs for every response.
+            if type(response) is not response_type and not isinstance(response, response_type):
                 reply["error"] = [
                     "INTERNAL",
                     f"Expected an 'InferenceResponse' object in the execute function return "
                     f"list, found type '{type(response).__name__}'",
                 ]
                 continue
-            if response.has_error():
-                err = response.error()
+            err = response._error
+            if err is not None:
                 code = err.code()
                 code_name = _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
                 reply["error"] = [code_name, err.message()]
                 continue
-            wanted = request.requested_output_names()
+            wanted = request._requested_output_names
             outputs = []
             try:
-                for tensor in response.output_tensors():
-                    name = tensor.name()
+                for tensor in response._output_tensors:
+                    name = tensor._name
                     if name not in wanted:
                         continue
-                    wire = tensor._wire_dtype()
-                    array = tensor.as_numpy() if wire != "BF16" else tensor._raw_array()
-                    if not isinstance(array, np.ndarray):
-                        raise TypeError(f"output '{name}' is not a numpy array")
-                    size, raw = ipc_tensors.encoded_size(wire, array)
-                    outputs.append([index, name, wire, list(array.shape), array, raw, size])
+                    wire = tensor._datatype
+                    array = tensor._array  # BF16: the raw uint16 words
+                    if wire == "BYTES":
+                        raw = serialize_bytes(array)
+                        outputs.append([index, name, wire, array.shape, array, raw, len(raw)])
+                    else:
+                        outputs.append([index, name, wire, array.shape, array, None, array.nbytes])
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 reply["error"] = ["INTERNAL", f"invalid output from model: {_describe(exc)}"]
