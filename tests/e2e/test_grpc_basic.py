@@ -1,261 +1,117 @@
-"""The gRPC endpoint (grpc.aio transport) with the real tritonclient.grpc client.
+"""The gRPC protocol layer without a client: the sans-IO codec and grpc.aio start-up options.
 
-The server runs in this process, on an event loop in a background thread, over the
-example repository (``tritium serve`` does not start gRPC yet). The codec tests at the
-end need no socket.
+What a client sees over the wire is tested in test_grpc_client.py and test_grpc_server.py,
+against every transport.
 """
 
 from __future__ import annotations
 
 import asyncio
-import queue
-import threading
 from pathlib import Path
 
 import grpc
 import numpy as np
 import pytest
-import tritonclient.grpc as grpcclient
-from tritonclient.grpc import service_pb2, service_pb2_grpc
-from tritonclient.utils import InferenceServerException
+from tritonclient.grpc import service_pb2
 
-from tritium.core.errors import InvalidArgument, Unsupported
+from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferResponse, OutputTensor
 from tritium.frontends.grpc import (
     GrpcOptions,
+    KeepaliveOptions,
+    TlsFiles,
     decode_infer_request,
     encode_infer_response,
     model_config_response,
     start_grpc_server,
 )
+from tritium.frontends.grpc.server import _channel_options
 from tritium.service import LoadOptions, ModelManager, Service
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+# ------------------------------------------------------------- grpc.aio start-up options
 
 
-class _LoopThread:
-    """An event loop running in a daemon thread; ``call`` runs a coroutine on it."""
+def _start(options: GrpcOptions) -> None:
+    async def main() -> None:
+        server = await start_grpc_server(Service(ModelManager([], LoadOptions())), options)
+        await server.stop(0)
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def call(self, coro, timeout: float = 120.0):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
+    asyncio.run(main())
 
 
-@pytest.fixture(scope="module")
-def grpc_url():
-    runner = _LoopThread()
-    models = ModelManager([EXAMPLES], LoadOptions())
-    server = None
-
-    async def start():
-        await models.load_all()
-        service = Service(models)
-        service.started = True
-        return await start_grpc_server(service, GrpcOptions(host="127.0.0.1", port=0))
-
-    try:
-        server = runner.call(start())
-        yield f"127.0.0.1:{server.port}"
-    finally:
-        if server is not None:
-            runner.call(server.stop(1.0))
-        runner.call(models.unload_all())
-        runner.close()
+def test_unreadable_tls_file_names_the_file_and_flag(tmp_path: Path):
+    key = tmp_path / "server.key"
+    key.write_text("not read: the certificate is missing")
+    missing = tmp_path / "nope.crt"
+    tls = TlsFiles(server_cert=str(missing), server_key=str(key))
+    with pytest.raises(OSError, match=r"--grpc-server-cert file '.*nope\.crt'"):
+        _start(GrpcOptions(host="127.0.0.1", port=0, tls=tls))
 
 
-@pytest.fixture(scope="module")
-def client(grpc_url):
-    c = grpcclient.InferenceServerClient(grpc_url)
-    yield c
-    c.close()
+def test_unknown_compression_level_is_refused():
+    with pytest.raises(ValueError, match="'extreme'"):
+        _start(GrpcOptions(host="127.0.0.1", port=0, response_compression="extreme"))
 
 
-@pytest.fixture(scope="module")
-def stub(grpc_url):
-    channel = grpc.insecure_channel(grpc_url)
-    yield service_pb2_grpc.GRPCInferenceServiceStub(channel)
-    channel.close()
+def test_keepalive_flags_become_triton_s_channel_arguments():
+    keepalive = KeepaliveOptions(
+        time_ms=1000,
+        timeout_ms=2000,
+        permit_without_calls=True,
+        max_pings_without_data=0,
+        min_recv_ping_interval_without_data_ms=3000,
+        max_ping_strikes=4,
+        max_connection_age_ms=5000,
+        max_connection_age_grace_ms=6000,
+    )
+    args = dict(_channel_options(GrpcOptions(keepalive=keepalive, reuse_port=True)))
+    assert args == {
+        "grpc.max_send_message_length": 2**31 - 1,
+        "grpc.max_receive_message_length": 2**31 - 1,
+        "grpc.so_reuseport": 1,
+        "grpc.keepalive_time_ms": 1000,
+        "grpc.keepalive_timeout_ms": 2000,
+        "grpc.keepalive_permit_without_calls": 1,
+        "grpc.http2.max_pings_without_data": 0,
+        "grpc.http2.min_recv_ping_interval_without_data_ms": 3000,
+        "grpc.http2.max_ping_strikes": 4,
+        "grpc.max_connection_age_ms": 5000,
+        "grpc.max_connection_age_grace_ms": 6000,
+    }
+    # Unset connection ages leave grpc's (unlimited) defaults, as in Triton.
+    defaults = dict(_channel_options(GrpcOptions()))
+    assert "grpc.max_connection_age_ms" not in defaults
+    assert "grpc.max_connection_age_grace_ms" not in defaults
+    assert defaults["grpc.keepalive_time_ms"] == 7_200_000
 
 
-# ------------------------------------------------------------------ health, metadata
+def test_max_connection_age_ends_connections():
+    # The server sends GOAWAY once a connection is older than the age: the client's
+    # channel leaves READY on its own, and the next call reconnects unaided.
+    keepalive = KeepaliveOptions(max_connection_age_ms=300, max_connection_age_grace_ms=300)
 
+    async def main() -> None:
+        server = await start_grpc_server(
+            Service(ModelManager([], LoadOptions())),
+            GrpcOptions(host="127.0.0.1", port=0, keepalive=keepalive),
+        )
+        try:
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:
+                live = channel.unary_unary(
+                    "/inference.GRPCInferenceService/ServerLive",
+                    request_serializer=service_pb2.ServerLiveRequest.SerializeToString,
+                    response_deserializer=service_pb2.ServerLiveResponse.FromString,
+                )
+                assert (await live(service_pb2.ServerLiveRequest(), timeout=10)).live
+                assert channel.get_state() == grpc.ChannelConnectivity.READY
+                await asyncio.wait_for(
+                    channel.wait_for_state_change(grpc.ChannelConnectivity.READY), timeout=10
+                )
+                assert (await live(service_pb2.ServerLiveRequest(), timeout=10)).live
+        finally:
+            await server.stop(0)
 
-def test_health(client):
-    assert client.is_server_live()
-    assert client.is_server_ready()
-    assert client.is_model_ready("add_sub")
-    assert client.is_model_ready("add_sub", "1")
-    assert not client.is_model_ready("no_such_model")
-
-
-def test_server_metadata(client):
-    meta = client.get_server_metadata(as_json=True)
-    assert meta["name"] == "triton"
-    assert "statistics" in meta["extensions"]
-
-
-def test_model_metadata(client):
-    meta = client.get_model_metadata("add_sub", as_json=True)
-    assert meta["name"] == "add_sub"
-    assert meta["versions"] == ["1"]
-    assert meta["platform"] == "python"
-    assert meta["inputs"] == [
-        {"name": "INPUT0", "datatype": "FP32", "shape": ["4"]},
-        {"name": "INPUT1", "datatype": "FP32", "shape": ["4"]},
-    ]
-    assert [o["name"] for o in meta["outputs"]] == ["OUTPUT0", "OUTPUT1"]
-
-
-def test_model_config(client):
-    config = client.get_model_config("identity", as_json=True)["config"]
-    assert config["name"] == "identity"
-    assert config["max_batch_size"] == 64
-    assert config["input"][0]["data_type"] == "TYPE_FP32"
-    assert "dynamic_batching" in config
-
-
-def test_unknown_model_metadata_is_an_error(client):
-    with pytest.raises(InferenceServerException) as err:
-        client.get_model_metadata("no_such_model")
-    assert err.value.status() == "StatusCode.NOT_FOUND"
-    assert "no_such_model" in err.value.message()
-
-
-# ------------------------------------------------------------------------- infer
-
-
-def _add_sub_inputs(a, b):
-    inputs = [grpcclient.InferInput("INPUT0", [4], "FP32"), grpcclient.InferInput("INPUT1", [4], "FP32")]
-    inputs[0].set_data_from_numpy(a)
-    inputs[1].set_data_from_numpy(b)
-    return inputs
-
-
-@pytest.mark.parametrize("outputs", [None, ["OUTPUT0", "OUTPUT1"], ["OUTPUT1"]])
-def test_add_sub(client, outputs):
-    a = np.array([1, 2, 3, 4], np.float32)
-    b = np.array([10, 20, 30, 40], np.float32)
-    requested = None if outputs is None else [grpcclient.InferRequestedOutput(n) for n in outputs]
-    result = client.infer("add_sub", _add_sub_inputs(a, b), outputs=requested, request_id="r-1")
-    names = outputs or ["OUTPUT0", "OUTPUT1"]
-    expected = {"OUTPUT0": a + b, "OUTPUT1": a - b}
-    for name in names:
-        np.testing.assert_array_equal(result.as_numpy(name), expected[name])
-    response = result.get_response()
-    assert [o.name for o in response.outputs] == names
-    assert len(response.raw_output_contents) == len(names)
-    assert response.model_name == "add_sub"
-    assert response.model_version == "1"
-    assert response.id == "r-1"
-
-
-def test_bytes_string_upper(client):
-    text = np.array([b"hello", "wörld".encode(), b""], dtype=np.object_)
-    inp = grpcclient.InferInput("TEXT", [3], "BYTES")
-    inp.set_data_from_numpy(text)
-    result = client.infer("string_upper", [inp])
-    assert result.as_numpy("UPPER").tolist() == [b"HELLO", "WÖRLD".encode(), b""]
-    np.testing.assert_array_equal(result.as_numpy("LENGTH"), np.array([5, 5, 0], np.int32))
-
-
-def test_batched_identity(client):
-    data = np.arange(12, dtype=np.float32).reshape(3, 4)
-    inp = grpcclient.InferInput("INPUT0", [3, 4], "FP32")
-    inp.set_data_from_numpy(data)
-    result = client.infer("identity", [inp])
-    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), data)
-
-
-def test_typed_contents_over_the_wire(stub):
-    request = service_pb2.ModelInferRequest(model_name="identity", id="typed")
-    tensor = request.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 3])
-    tensor.contents.fp32_contents.extend([1.5, -2.0, 3.25])
-    response = stub.ModelInfer(request)
-    out = np.frombuffer(response.raw_output_contents[0], np.float32)
-    assert out.tolist() == [1.5, -2.0, 3.25]
-    assert list(response.outputs[0].shape) == [1, 3]
-    assert response.id == "typed"
-
-
-def test_unknown_model_is_not_found(client):
-    inp = grpcclient.InferInput("INPUT0", [1, 1], "FP32")
-    inp.set_data_from_numpy(np.zeros((1, 1), np.float32))
-    with pytest.raises(InferenceServerException) as err:
-        client.infer("no_such_model", [inp])
-    # Triton's text; the code is NOT_FOUND as on HTTP (404)
-    assert err.value.status() == "StatusCode.NOT_FOUND"
-    assert "Request for unknown model: 'no_such_model' is not found" in err.value.message()
-
-
-def test_wrong_dtype_is_invalid_argument(client):
-    inputs = [grpcclient.InferInput("INPUT0", [4], "INT32"), grpcclient.InferInput("INPUT1", [4], "INT32")]
-    for i in inputs:
-        i.set_data_from_numpy(np.zeros(4, np.int32))
-    with pytest.raises(InferenceServerException) as err:
-        client.infer("add_sub", inputs)
-    assert err.value.status() == "StatusCode.INVALID_ARGUMENT"
-
-
-def test_raw_size_mismatch_is_invalid_argument(stub):
-    request = service_pb2.ModelInferRequest(model_name="identity")
-    request.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 1000000000])
-    request.raw_input_contents.append(b"\0" * 8)
-    with pytest.raises(grpc.RpcError) as err:
-        stub.ModelInfer(request)
-    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "Expected 4000000000, got 8" in err.value.details()
-
-
-def test_unimplemented_methods_answer(stub):
-    with pytest.raises(grpc.RpcError) as err:
-        stub.RepositoryIndex(service_pb2.RepositoryIndexRequest())
-    assert err.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "repository" in err.value.details()
-
-
-def test_statistics(client):
-    a = np.ones(4, np.float32)
-    client.infer("add_sub", _add_sub_inputs(a, a))
-    stats = client.get_inference_statistics("add_sub", as_json=True)["model_stats"]
-    assert stats[0]["name"] == "add_sub"
-    assert int(stats[0]["inference_stats"]["success"]["count"]) >= 1
-    everything = client.get_inference_statistics(as_json=True)["model_stats"]
-    assert {s["name"] for s in everything} == {"add_sub", "identity", "string_upper"}
-
-
-# ------------------------------------------------------------------------ stream
-
-
-def test_stream_continues_after_an_error(grpc_url):
-    results: queue.Queue = queue.Queue()
-    c = grpcclient.InferenceServerClient(grpc_url)
-    try:
-        c.start_stream(callback=lambda result, error: results.put((result, error)))
-        bad = [grpcclient.InferInput("INPUT0", [4], "INT32"), grpcclient.InferInput("INPUT1", [4], "INT32")]
-        for i in bad:
-            i.set_data_from_numpy(np.zeros(4, np.int32))
-        c.async_stream_infer("add_sub", bad, request_id="bad")
-        a = np.array([1, 2, 3, 4], np.float32)
-        c.async_stream_infer("add_sub", _add_sub_inputs(a, a), request_id="good")
-        got = [results.get(timeout=60) for _ in range(2)]
-    finally:
-        c.stop_stream()
-        c.close()
-    errors = [e for _, e in got if e is not None]
-    oks = [r for r, e in got if e is None]
-    assert len(errors) == 1 and len(oks) == 1
-    assert "INPUT0" in errors[0].message()
-    np.testing.assert_array_equal(oks[0].as_numpy("OUTPUT0"), a + a)
-    assert oks[0].get_response().id == "good"
+    asyncio.run(main())
 
 
 # ------------------------------------------------------------ codec (no sockets)
@@ -341,11 +197,6 @@ def test_decode_rejects_raw_count_mismatch_and_reserved_keys():
     message = service_pb2.ModelInferRequest(model_name="m")
     message.parameters["triton_x"].bool_param = True
     with pytest.raises(InvalidArgument, match="reserved"):
-        decode_infer_request(message)
-    message = service_pb2.ModelInferRequest(model_name="m")
-    tensor = message.inputs.add(name="A", datatype="FP32", shape=[1])
-    tensor.parameters["shared_memory_region"].string_param = "r"
-    with pytest.raises(Unsupported):
         decode_infer_request(message)
 
 

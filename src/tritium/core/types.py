@@ -40,6 +40,9 @@ class OutputTensor:
     shape: tuple[int, ...]
     data: np.ndarray
     parameters: Parameters = field(default_factory=dict)
+    # Set by the service once ``data`` was written into the client's shared-memory
+    # region: frontends then send the output's metadata without its data.
+    shared_memory: bool = False
 
 
 @dataclass(slots=True)
@@ -68,6 +71,10 @@ class InferRequest:
     # tensor layout (names, types, shapes, requested outputs, id): validation results
     # are then reused for identical requests.
     layout_key: object = None
+    # Set by a frontend when an input or requested output names a shared-memory region
+    # (parameter ``shared_memory_region``); the service then resolves the regions. Requests
+    # without it pay nothing for the shared-memory extension.
+    shared_memory: bool = False
 
 
 @dataclass(slots=True)

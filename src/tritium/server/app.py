@@ -45,13 +45,21 @@ class Server:
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         self.service = Service(
-            self.models, server_id=settings.id, strict_readiness=settings.strict_readiness
+            self.models,
+            server_id=settings.id,
+            strict_readiness=settings.strict_readiness,
+            allow_client_shm=settings.allow_client_shm,
         )
         self.http = None
         self.grpc = None
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
+        try:
+            _check_readable_files(self.settings)
+        except OSError as exc:
+            log.error("%s", exc)
+            return False
         mode = self.settings.model_control_mode
         only = None
         if mode == "explicit":
@@ -65,6 +73,20 @@ class Server:
         if failed and self.settings.exit_on_error:
             log.error("failed to load all models")
             return False
+        try:
+            await self._start_frontends()
+        except OSError as exc:
+            # A port in use or an unreadable file: one clear line, not a traceback.
+            log.error("%s", exc)
+            return False
+        # Everything allocated so far (modules, configs, models) lives as long as the
+        # server: keep it out of the cyclic collector so full collections stay short.
+        gc.collect()
+        gc.freeze()
+        self.service.started = True
+        return True
+
+    async def _start_frontends(self) -> None:
         if self.settings.allow_grpc:
             self.grpc = await _start_grpc(self.service, self.settings)
             log.info(
@@ -80,12 +102,6 @@ class Server:
                 max_input_size=self.settings.http_max_input_size,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
-        # Everything allocated so far (modules, configs, models) lives as long as the
-        # server: keep it out of the cyclic collector so full collections stay short.
-        gc.collect()
-        gc.freeze()
-        self.service.started = True
-        return True
 
     async def shutdown(self) -> None:
         timeout = float(self.settings.exit_timeout_secs)
@@ -95,6 +111,22 @@ class Server:
         if self.http is not None:
             await self.http.shutdown(timeout)
         await self.models.unload_all(timeout)
+        self.service.close()
+
+
+def _check_readable_files(s: Settings) -> None:
+    """Fail before loading any model when a file the endpoints need cannot be read."""
+    if not (s.allow_grpc and s.grpc_use_ssl):
+        return
+    files = [("--grpc-server-cert", s.grpc_server_cert), ("--grpc-server-key", s.grpc_server_key)]
+    if s.grpc_use_ssl_mutual:
+        files.append(("--grpc-root-cert", s.grpc_root_cert))
+    for flag, path in files:
+        try:
+            with open(path, "rb"):
+                pass
+        except OSError as exc:
+            raise OSError(f"cannot read {flag} file '{path}': {exc.strerror}") from None
 
 
 def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazily

@@ -2,5 +2,23 @@
 
 from tritium.service.models import LoadOptions, ModelManager
 from tritium.service.service import Service
+from tritium.service.shared_memory import (
+    Region,
+    RegionLease,
+    RequestRegions,
+    SharedMemoryRegistry,
+    attach_request,
+    write_outputs,
+)
 
-__all__ = ["LoadOptions", "ModelManager", "Service"]
+__all__ = [
+    "LoadOptions",
+    "ModelManager",
+    "Region",
+    "RegionLease",
+    "RequestRegions",
+    "Service",
+    "SharedMemoryRegistry",
+    "attach_request",
+    "write_outputs",
+]

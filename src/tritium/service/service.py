@@ -1,4 +1,5 @@
-"""The transport-neutral API both frontends call: health, metadata, config, infer.
+"""The transport-neutral API both frontends call: health, metadata, config, infer,
+system shared memory.
 
 Behaviour lives here once; HTTP and gRPC only decode, call, encode and map errors.
 """
@@ -12,8 +13,14 @@ from typing import Any
 from tritium import __version__
 from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
-from tritium.core.errors import InvalidArgument, TritiumError, Unavailable
+from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
 from tritium.service.models import LoadedVersion, ModelManager
+from tritium.service.shared_memory import (
+    RequestRegions,
+    SharedMemoryRegistry,
+    attach_request,
+    write_outputs,
+)
 
 EXTENSIONS = [
     "classification",
@@ -23,15 +30,37 @@ EXTENSIONS = [
     "parameters",
     "model_configuration",
 ]
+# Listed only when clients may register regions. "cuda_shared_memory" is never listed:
+# without a CUDA runtime its register call can only fail (see ``cuda_shm_*``).
+SHM_EXTENSION = "system_shared_memory"
+SHM_DISABLED = (
+    "client shared memory is disabled on this server (--allow-client-shm=false): send "
+    "tensor data in the request instead"
+)
+CUDA_SHM_UNSUPPORTED = (
+    "CUDA shared memory is not supported: this server has no CUDA runtime; use system "
+    "shared memory instead"
+)
 
 
 class Service:
-    def __init__(self, models: ModelManager, *, server_id: str = "triton", strict_readiness: bool = True) -> None:
+    def __init__(
+        self,
+        models: ModelManager,
+        *,
+        server_id: str = "triton",
+        strict_readiness: bool = True,
+        allow_client_shm: bool = True,
+        shared_memory: SharedMemoryRegistry | None = None,
+    ) -> None:
         self.models = models
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False
         self.stopping = False
+        self.allow_client_shm = allow_client_shm
+        self.shared_memory = shared_memory if shared_memory is not None else SharedMemoryRegistry()
+        self._extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
 
     # -- health and metadata ---------------------------------------------------------------
 
@@ -44,7 +73,7 @@ class Service:
         return self.models.all_ready() if self.strict_readiness else True
 
     def server_metadata(self) -> dict[str, Any]:
-        return {"name": self.server_id, "version": __version__, "extensions": EXTENSIONS}
+        return {"name": self.server_id, "version": __version__, "extensions": self._extensions}
 
     def model_ready(self, name: str, version: str) -> bool:
         try:
@@ -112,6 +141,8 @@ class Service:
         if self.stopping:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
+        if request.shared_memory:
+            return self._submit_shm(loaded, request)
         loaded.signature.validate(request)
         request.arrival_ns = now_ns()
         try:
@@ -122,8 +153,83 @@ class Service:
         done.add_done_callback(partial(_finish, loaded, request))
         return done
 
+    def _submit_shm(
+        self, loaded: LoadedVersion, request: InferRequest
+    ) -> asyncio.Future[InferResponse]:
+        """``submit`` for a request that names shared-memory regions."""
+        if not self.allow_client_shm:
+            raise Unsupported(SHM_DISABLED)
+        used = attach_request(self.shared_memory, request)
+        try:
+            loaded.signature.validate(request)
+            request.arrival_ns = now_ns()
+            try:
+                done = loaded.scheduler.submit(request)
+            except TritiumError:
+                loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
+                raise
+        except BaseException:
+            used.lease.release()
+            raise
+        # Registered before the frontend's callback, so outputs are in place (or the
+        # response carries the error) when the frontend encodes.
+        done.add_done_callback(partial(_finish_shm, used))
+        done.add_done_callback(partial(_finish, loaded, request))
+        return done
+
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.submit(request)
+
+    # -- system shared memory (Triton's shared-memory extension) ----------------------------
+
+    def shm_register(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        """Register ``[offset, offset+byte_size)`` of the POSIX shm object ``key``."""
+        if not self.allow_client_shm:
+            raise Unsupported(SHM_DISABLED)
+        self.shared_memory.register(name, key, offset, byte_size)
+
+    def shm_status(self, name: str = "") -> list[dict[str, Any]]:
+        """``[{"name", "key", "offset", "byte_size"}]``: every region, or the one named."""
+        return self.shared_memory.status(name)
+
+    def shm_unregister(self, name: str = "") -> None:
+        """Unregister the region named, or every region when ``name`` is ""."""
+        self.shared_memory.unregister(name)
+
+    def cuda_shm_status(self, name: str = "") -> list[dict[str, Any]]:
+        """No CUDA region can exist: all of them is none, one of them is not found."""
+        if name:
+            if self.shared_memory.has(name):
+                raise NotFound(
+                    f"The region named '{name}' is registered as system shared memory, not "
+                    "CUDA shared memory"
+                )
+            raise NotFound(f"Unable to find cuda shared memory region: '{name}'")
+        return []
+
+    def cuda_shm_register(self, name: str, raw_handle: bytes, device_id: int, byte_size: int) -> None:
+        raise Unsupported(CUDA_SHM_UNSUPPORTED)
+
+    def cuda_shm_unregister(self, name: str = "") -> None:
+        """Nothing is registered, so there is nothing to do (Triton answers success too)."""
+
+    def close(self) -> None:
+        """Release server-wide resources (shared-memory mappings) at shutdown."""
+        self.shared_memory.close()
+
+
+def _finish_shm(used: RequestRegions, done: asyncio.Future) -> None:
+    """Write shared-memory outputs, then hand the request's regions back."""
+    try:
+        if not done.cancelled() and done.exception() is None:
+            response = done.result()
+            if response.error is None:
+                try:
+                    write_outputs(response, used)
+                except TritiumError as exc:  # e.g. the client truncated its object
+                    response.error = exc
+    finally:
+        used.lease.release()
 
 
 def _finish(loaded: LoadedVersion, request: InferRequest, done: asyncio.Future) -> None:

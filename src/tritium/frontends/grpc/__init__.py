@@ -4,6 +4,13 @@ The protocol modules (``infer_codec``, ``messages``, ``status``) are sans-IO and
 by transports; ``servicer`` and ``server`` are the grpc.aio reference transport.
 """
 
+from tritium.frontends.grpc.calls import (
+    METHODS,
+    InferStream,
+    Method,
+    call_status,
+    model_stream_infer,
+)
 from tritium.frontends.grpc.infer_codec import (
     decode_infer_request,
     encode_infer_response,
@@ -30,17 +37,22 @@ from tritium.frontends.grpc.status import GRPC_STATUS, grpc_status_for
 __all__ = [
     "GRPC_STATUS",
     "MAX_MESSAGE_LENGTH",
+    "METHODS",
+    "Method",
     "GrpcOptions",
     "GrpcServer",
+    "InferStream",
     "InferenceServicer",
     "KeepaliveOptions",
     "TlsFiles",
+    "call_status",
     "decode_infer_request",
     "encode_infer_response",
     "grpc_status_for",
     "model_config_response",
     "model_metadata_response",
     "model_statistics_response",
+    "model_stream_infer",
     "parameter_value",
     "parameters_to_dict",
     "server_metadata_response",

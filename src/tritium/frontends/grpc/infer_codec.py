@@ -5,7 +5,9 @@ tritonclient sends them) or from the typed ``contents`` fields. Every size is ch
 against the shape before anything is allocated, so a hostile shape answers
 INVALID_ARGUMENT instead of exhausting memory. Fixed-size raw inputs become numpy views
 over the received bytes. Responses carry one ``raw_output_contents`` entry per output
-(BYTES length-prefixed), exactly as Triton fills them.
+(BYTES length-prefixed; empty for an output written to shared memory), exactly as Triton
+fills them. Inputs and outputs naming a ``shared_memory_region`` are marked for the service,
+which resolves the regions.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ _CONTENTS_FIELD: dict[str, str] = {
     "BYTES": "bytes_contents",
 }
 _ALL_CONTENTS = tuple(sorted(set(_CONTENTS_FIELD.values())))
+# Placeholder data of inputs whose bytes live in a shared-memory region.
+_EMPTY = np.empty(0, dtype=np.uint8)
+_EMPTY.flags.writeable = False
 
 
 # ------------------------------------------------------------------ parameters
@@ -191,14 +196,21 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
     if message.parameters:
         _apply_parameters(message.parameters, request)
     raw = message.raw_input_contents
+    # Inputs in shared memory have no raw content: the others take raw_input_contents in
+    # order (tritonclient sends them so).
     if len(raw) and len(raw) != len(message.inputs):
-        raise InvalidArgument(
-            f"expected {len(message.inputs)} raw input contents (one per input) for model "
-            f"'{model}', got {len(raw)}"
+        expected_raw = sum(
+            1 for t in message.inputs if "shared_memory_region" not in t.parameters
         )
+        if len(raw) != expected_raw:
+            raise InvalidArgument(
+                f"expected {expected_raw} raw input contents (one per input not in shared "
+                f"memory) for model '{model}', got {len(raw)}"
+            )
     inputs: list[InputTensor] = []
     seen: set[str] = set()
-    for index, tensor in enumerate(message.inputs):
+    index = 0
+    for tensor in message.inputs:
         name, datatype = tensor.name, tensor.datatype
         if name in seen:
             raise InvalidArgument(f"input '{name}' already exists in request")
@@ -206,12 +218,18 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
         if not datatypes.is_valid(datatype):
             raise InvalidArgument(f"invalid datatype '{datatype}' for input '{name}'")
         params = parameters_to_dict(tensor.parameters) if tensor.parameters else {}
-        if "shared_memory_region" in params:
-            raise Unsupported(
-                f"input '{name}': shared-memory inputs are not supported by the gRPC endpoint"
-            )
         shape, count = _shape(tensor)
         has_contents = _has_contents(tensor)
+        if "shared_memory_region" in params:
+            if has_contents:
+                raise InvalidArgument(
+                    f"contents field must not be specified when using shared memory for "
+                    f"input '{name}' for model '{model}'"
+                )
+            # The service reads the data from the region.
+            request.shared_memory = True
+            inputs.append(InputTensor(name, datatype, shape, _EMPTY, params))
+            continue
         if len(raw):
             if has_contents:
                 raise InvalidArgument(
@@ -220,6 +238,7 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
                 )
             # The same checks and texts as HTTP's binary data: one decoder for both.
             data = datatypes.tensor_from_bytes(name, model, datatype, shape, count, raw[index])
+            index += 1
         elif has_contents:
             data = _from_contents(tensor, model, shape, count)
         elif count == 0:
@@ -236,10 +255,7 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
         for out in message.outputs:
             params = parameters_to_dict(out.parameters) if out.parameters else {}
             if "shared_memory_region" in params:
-                raise Unsupported(
-                    f"output '{out.name}': shared-memory outputs are not supported by the "
-                    "gRPC endpoint"
-                )
+                request.shared_memory = True
             if params.get("classification"):
                 raise Unsupported(
                     f"output '{out.name}': classification is not supported by the gRPC endpoint"
@@ -277,6 +293,7 @@ def encode_infer_response(
         tensor.shape.extend(int(d) for d in out.shape)
         for key, value in out.parameters.items():
             set_parameter(tensor.parameters[key], value)
-        raw.append(_raw_bytes(out.datatype, out.data))
+        # Triton keeps one entry per output: an empty one for an output in shared memory.
+        raw.append(b"" if out.shared_memory else _raw_bytes(out.datatype, out.data))
     message.raw_output_contents.extend(raw)
     return message

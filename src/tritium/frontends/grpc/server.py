@@ -1,21 +1,38 @@
 """Starting and stopping the grpc.aio gRPC endpoint (the reference transport).
 
-Message size limits are Triton's (2**31 - 1 bytes both ways). ``grpc.health.v1`` is
-served when the ``grpcio-health-checking`` package is installed.
+:class:`GrpcOptions` is applied as Triton applies its flags: TLS through
+``grpc.ssl_server_credentials`` (mutual TLS requires and verifies client certificates),
+keepalive and HTTP/2 ping policy as channel arguments, message size limits of
+2**31 - 1 bytes both ways, and ``--grpc-infer-response-compression-level`` on the
+responses of ``ModelInfer`` and ``ModelStreamInfer`` only. ``grpc.health.v1`` is served
+when the ``grpcio-health-checking`` package is installed.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from typing import Any
 
 import grpc
-from tritonclient.grpc import service_pb2_grpc
+from tritonclient.grpc import service_pb2, service_pb2_grpc
 
-from tritium.frontends.grpc.options import GrpcOptions
+from tritium.frontends.grpc.options import GrpcOptions, KeepaliveOptions, TlsFiles
 from tritium.frontends.grpc.servicer import InferenceServicer
 from tritium.service import Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
+
+# Triton sets a grpc compression *level* on inference calls and grpc core turns it into
+# an algorithm the client accepts: LOW picks gzip, MED and HIGH pick deflate (for the
+# usual client, which accepts both). grpcio's Python API takes algorithms, so the same
+# choice is made here.
+_COMPRESSION: dict[str, grpc.Compression] = {
+    "none": grpc.Compression.NoCompression,
+    "low": grpc.Compression.Gzip,
+    "medium": grpc.Compression.Deflate,
+    "high": grpc.Compression.Deflate,
+}
 
 
 class GrpcServer:
@@ -35,6 +52,28 @@ class GrpcServer:
         await self._server.stop(grace)
 
 
+class _CompressingServicer(InferenceServicer):
+    """Compresses inference responses, and only those, as Triton does."""
+
+    def __init__(self, service: Service, compression: grpc.Compression) -> None:
+        super().__init__(service)
+        self._compression = compression
+
+    async def ModelInfer(self, request: Any, context: Any) -> service_pb2.ModelInferResponse:
+        context.set_compression(self._compression)
+        # grpc.aio applies a unary call's compression only with initial metadata sent
+        # on their own; otherwise the response goes out uncompressed.
+        await context.send_initial_metadata(())
+        return await super().ModelInfer(request, context)
+
+    async def ModelStreamInfer(
+        self, request_iterator: AsyncIterator[service_pb2.ModelInferRequest], context: Any
+    ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
+        context.set_compression(self._compression)
+        async for reply in super().ModelStreamInfer(request_iterator, context):
+            yield reply
+
+
 def _add_health(server: grpc.aio.Server, service: Service) -> bool:
     try:
         from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -51,23 +90,88 @@ def _add_health(server: grpc.aio.Server, service: Service) -> bool:
     return True
 
 
+def _keepalive_args(keepalive: KeepaliveOptions) -> list[tuple[str, int]]:
+    args = [
+        ("grpc.keepalive_time_ms", keepalive.time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.timeout_ms),
+        ("grpc.keepalive_permit_without_calls", int(keepalive.permit_without_calls)),
+        ("grpc.http2.max_pings_without_data", keepalive.max_pings_without_data),
+        (
+            "grpc.http2.min_recv_ping_interval_without_data_ms",
+            keepalive.min_recv_ping_interval_without_data_ms,
+        ),
+        ("grpc.http2.max_ping_strikes", keepalive.max_ping_strikes),
+    ]
+    # Triton leaves grpc's own (unlimited) defaults in place when these are unset or 0.
+    if keepalive.max_connection_age_ms:
+        args.append(("grpc.max_connection_age_ms", keepalive.max_connection_age_ms))
+    if keepalive.max_connection_age_grace_ms:
+        args.append(("grpc.max_connection_age_grace_ms", keepalive.max_connection_age_grace_ms))
+    return args
+
+
 def _channel_options(options: GrpcOptions) -> list[tuple[str, int]]:
+    """The grpc channel arguments ``options`` stand for."""
     return [
         ("grpc.max_send_message_length", options.max_message_length),
         ("grpc.max_receive_message_length", options.max_message_length),
         ("grpc.so_reuseport", int(options.reuse_port)),
+        *_keepalive_args(options.keepalive),
     ]
+
+
+def _read_pem(path: str, flag: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OSError(f"cannot read {flag} file '{path}': {reason}") from None
+
+
+def _server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    """TLS credentials from PEM files; OSError naming the file when one is unreadable."""
+    key = _read_pem(tls.server_key, "--grpc-server-key")
+    cert = _read_pem(tls.server_cert, "--grpc-server-cert")
+    root = _read_pem(tls.root_cert, "--grpc-root-cert") if tls.root_cert else None
+    if tls.mutual and root is None:
+        raise ValueError("mutual TLS needs a root certificate (--grpc-root-cert)")
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=root, require_client_auth=tls.mutual
+    )
+
+
+def _servicer(service: Service, options: GrpcOptions) -> InferenceServicer:
+    try:
+        compression = _COMPRESSION[options.response_compression]
+    except KeyError:
+        raise ValueError(
+            f"unknown response compression level {options.response_compression!r}"
+        ) from None
+    if compression is grpc.Compression.NoCompression:
+        return InferenceServicer(service)
+    return _CompressingServicer(service, compression)
 
 
 async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServer:
     """Serve Triton's ``GRPCInferenceService`` for ``service`` as ``options`` say."""
     host, port = options.host, options.port
+    # Read certificates before anything binds, so a bad path fails start-up cleanly.
+    credentials = _server_credentials(options.tls) if options.tls is not None else None
+    servicer = _servicer(service, options)
     server = grpc.aio.server(options=_channel_options(options))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(InferenceServicer(service), server)
+    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
     if not _add_health(server, service):
         logger.debug("grpc_health is not installed: grpc.health.v1.Health is not served")
-    bound = server.add_insecure_port(f"{host}:{port}")
+    address = f"{host}:{port}"
+    try:
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
+    except RuntimeError as exc:
+        raise OSError(f"cannot bind the gRPC endpoint to {address}: {exc}") from None
     if bound == 0:
-        raise OSError(f"cannot bind the gRPC endpoint to {host}:{port}")
+        raise OSError(f"cannot bind the gRPC endpoint to {address}")
     await server.start()
     return GrpcServer(server, bound)

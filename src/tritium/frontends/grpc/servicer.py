@@ -17,6 +17,7 @@ from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from tritium.core.errors import NotFound, TritiumError
 from tritium.core.types import InferResponse
+from tritium.frontends.grpc import shared_memory as shm
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.messages import (
     model_config_response,
@@ -49,6 +50,18 @@ def _unimplemented(what: str) -> Any:
         await context.abort(
             grpc.StatusCode.UNIMPLEMENTED, f"{what} is not supported by this server yet"
         )
+
+    return method
+
+
+def _shm_call(call: Any) -> Any:
+    """A servicer method for one of ``shared_memory``'s transport-neutral calls."""
+
+    async def method(self: InferenceServicer, request: Any, context: Any) -> Any:
+        try:
+            return await call(self._service, request)
+        except Exception as exc:
+            await _abort(context, exc, call.__name__)
 
     return method
 
@@ -187,14 +200,12 @@ class InferenceServicer(service_pb2_grpc.GRPCInferenceServiceServicer):
     RepositoryIndex = _unimplemented("the model repository extension (RepositoryIndex)")
     RepositoryModelLoad = _unimplemented("the model repository extension (RepositoryModelLoad)")
     RepositoryModelUnload = _unimplemented("the model repository extension (RepositoryModelUnload)")
-    SystemSharedMemoryStatus = _unimplemented("system shared memory (SystemSharedMemoryStatus)")
-    SystemSharedMemoryRegister = _unimplemented("system shared memory (SystemSharedMemoryRegister)")
-    SystemSharedMemoryUnregister = _unimplemented(
-        "system shared memory (SystemSharedMemoryUnregister)"
-    )
-    CudaSharedMemoryStatus = _unimplemented("CUDA shared memory (CudaSharedMemoryStatus)")
-    CudaSharedMemoryRegister = _unimplemented("CUDA shared memory (CudaSharedMemoryRegister)")
-    CudaSharedMemoryUnregister = _unimplemented("CUDA shared memory (CudaSharedMemoryUnregister)")
+    SystemSharedMemoryStatus = _shm_call(shm.system_shared_memory_status)
+    SystemSharedMemoryRegister = _shm_call(shm.system_shared_memory_register)
+    SystemSharedMemoryUnregister = _shm_call(shm.system_shared_memory_unregister)
+    CudaSharedMemoryStatus = _shm_call(shm.cuda_shared_memory_status)
+    CudaSharedMemoryRegister = _shm_call(shm.cuda_shared_memory_register)
+    CudaSharedMemoryUnregister = _shm_call(shm.cuda_shared_memory_unregister)
     TraceSetting = _unimplemented("the trace extension (TraceSetting)")
     LogSettings = _unimplemented("the logging extension (LogSettings)")
 

@@ -225,6 +225,8 @@ def _apply_outputs(outputs: object, request: InferRequest, prefs: OutputPrefs) -
             raise _wrong_kind("classification", _NOT_UINT, "Unable to set")
         # Triton silently keeps the first entry of a repeated output name; tritium passes
         # every entry on so the service rejects the repetition with a clear 400.
+        if shm:
+            request.shared_memory = True
         if name not in prefs.by_name:
             prefs.by_name[name] = OutputPref(binary, classes, shm)
             if classes:
@@ -311,6 +313,7 @@ def _decode_inputs(
         elif has_shm:
             # The service owns shared-memory regions; it fills ``data`` from them.
             tensor = InputTensor(name, datatype, shape, _EMPTY, extra)
+            request.shared_memory = True
         else:
             data = decode_json_data(name, model, datatype, shape, count, inp["data"])
             tensor = InputTensor(name, datatype, shape, data, extra)
@@ -360,6 +363,7 @@ def decode_infer_request(
     if (
         cacheable
         and not prefs.wants_classification
+        and not request.shared_memory
         and len(sizes) == len(request.inputs)
         and header_length + sum(sizes) == len(body)
         and not any(o.shared_memory for o in prefs.by_name.values())

@@ -116,8 +116,8 @@ def encode_infer_response(
             shape, strings = top_k(datatype, array, pref.class_count, ctx.batched, labels)
             datatype = "BYTES"
         entry: dict = {"name": out.name, "datatype": datatype, "shape": shape}
-        if pref.shared_memory:
-            pass  # the data went to the client's region
+        if pref.shared_memory or out.shared_memory:
+            pass  # the data went to the client's region; Triton sends no parameters either
         elif pref.binary:
             raw = _strings_bytes(strings) if strings is not None else _raw_bytes(datatype, array)
             size = len(raw)

@@ -55,3 +55,25 @@ class ClassificationLabels(Protocol):
     """
 
     def output_labels(self, name: str, version: str, output: str) -> Sequence[str] | None: ...
+
+
+@runtime_checkable
+class SharedMemoryService(Protocol):
+    """Optional extra: Triton's shared-memory extension (system regions; CUDA answered
+    as a server without a CUDA runtime answers it). Names "" mean every region."""
+
+    def shm_register(self, name: str, key: str, offset: int, byte_size: int) -> None: ...
+
+    def shm_status(self, name: str = "") -> list[dict]:
+        """``[{"name", "key", "offset", "byte_size"}]``; raises NotFound for an unknown name."""
+        ...
+
+    def shm_unregister(self, name: str = "") -> None: ...
+
+    def cuda_shm_status(self, name: str = "") -> list[dict]: ...
+
+    def cuda_shm_register(
+        self, name: str, raw_handle: bytes, device_id: int, byte_size: int
+    ) -> None: ...
+
+    def cuda_shm_unregister(self, name: str = "") -> None: ...

@@ -1,0 +1,372 @@
+"""The method table of ``inference.GRPCInferenceService`` (and ``grpc.health.v1``),
+independent of any transport.
+
+Each :class:`Method` names its request message class, its kind (``unary`` or
+``stream``) and an async handler that raises core :class:`TritiumError`\\ s; a transport
+decodes bytes into the request class, calls the handler, encodes the answer and maps
+errors through :func:`call_status`. Two fast paths let a transport avoid a task per
+call: ``Method.begin`` (ModelInfer: submit now, finish from a done callback) and
+:class:`InferStream` (ModelStreamInfer: one submission per request, responses emitted
+from done callbacks in completion order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from grpc_health.v1 import health_pb2
+from tritonclient.grpc import service_pb2
+
+from tritium.core.errors import NotFound, TritiumError, Unsupported
+from tritium.core.types import InferResponse
+from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
+from tritium.frontends.grpc.messages import (
+    model_config_response,
+    model_metadata_response,
+    model_statistics_response,
+    server_metadata_response,
+)
+from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
+from tritium.service import Service
+
+logger = logging.getLogger("tritium.frontends.grpc")
+
+SERVICE = "inference.GRPCInferenceService"
+HEALTH_SERVICE = "grpc.health.v1.Health"
+
+UNARY = "unary"
+STREAM = "stream"
+
+#: ``finish(result)`` turns the scheduler's result into the response message.
+Finish = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Method:
+    """One RPC: ``handler(service, request)`` for unary methods, ``handler(service,
+    request_iterator)`` (an async generator of responses) for streams.
+
+    ``begin(service, request) -> (future, finish)`` is the optional task-free path of a
+    unary method: it raises at once for requests that cannot start; the response is
+    ``finish(future.result())``. ``infer`` marks infer responses (the ones response
+    compression applies to).
+    """
+
+    path: str
+    name: str
+    request_type: type
+    kind: str
+    handler: Callable[..., Any]
+    begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None
+    infer: bool = False
+
+
+def call_status(exc: BaseException, what: str) -> tuple[int, str]:
+    """(gRPC status code, client-safe message) for an exception raised by a handler.
+
+    Unexpected exceptions are logged with their traceback and answer INTERNAL without it.
+    """
+    if isinstance(exc, TritiumError):
+        return grpc_status_for(exc), exc.message
+    logger.error("unexpected error in %s", what, exc_info=exc)
+    return INTERNAL, f"internal error in {what}"
+
+
+# --------------------------------------------------------------------- health
+
+
+async def _server_live(service: Service, request: Any) -> service_pb2.ServerLiveResponse:
+    try:
+        return service_pb2.ServerLiveResponse(live=service.live())
+    except TritiumError:
+        return service_pb2.ServerLiveResponse(live=False)
+
+
+async def _server_ready(service: Service, request: Any) -> service_pb2.ServerReadyResponse:
+    try:
+        return service_pb2.ServerReadyResponse(ready=service.ready())
+    except TritiumError:
+        return service_pb2.ServerReadyResponse(ready=False)
+
+
+async def _model_ready(service: Service, request: Any) -> service_pb2.ModelReadyResponse:
+    try:
+        ready = service.model_ready(request.name, request.version)
+    except NotFound:
+        ready = False  # Triton answers an unknown model like an unready one
+    return service_pb2.ModelReadyResponse(ready=ready)
+
+
+async def _health_check(service: Service, request: Any) -> health_pb2.HealthCheckResponse:
+    status = health_pb2.HealthCheckResponse
+    return status(status=status.SERVING if service.ready() else status.NOT_SERVING)
+
+
+# ------------------------------------------------------------------- metadata
+
+
+async def _server_metadata(service: Service, request: Any) -> Any:
+    return server_metadata_response(service.server_metadata())
+
+
+async def _model_metadata(service: Service, request: Any) -> Any:
+    return model_metadata_response(service.model_metadata(request.name, request.version))
+
+
+async def _model_config(service: Service, request: Any) -> Any:
+    return model_config_response(service.model_config(request.name, request.version))
+
+
+async def _model_statistics(service: Service, request: Any) -> Any:
+    return model_statistics_response(service.model_statistics(request.name, request.version))
+
+
+# ---------------------------------------------------------------------- infer
+
+
+def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
+    if response.error is not None:
+        raise response.error
+    return encode_infer_response(response, request_id)
+
+
+def begin_infer(
+    service: Service, message: service_pb2.ModelInferRequest
+) -> tuple[asyncio.Future, Finish]:
+    """Decode and submit one ModelInfer request now (raises core errors at once).
+
+    Cancelling the returned future drops the request if it is still queued.
+    """
+    request = decode_infer_request(message)
+    future = service.submit(request)
+    request_id = request.id
+    return future, lambda response: _finish_infer(request_id, response)
+
+
+async def _model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
+    future, finish = begin_infer(service, message)
+    return finish(await future)
+
+
+def stream_error(
+    message: service_pb2.ModelInferRequest, text: str
+) -> service_pb2.ModelStreamInferResponse:
+    """A stream reply for a failed request: the id and model let a client match it."""
+    return service_pb2.ModelStreamInferResponse(
+        error_message=text,
+        infer_response=service_pb2.ModelInferResponse(
+            model_name=message.model_name, model_version=message.model_version, id=message.id
+        ),
+    )
+
+
+class InferStream:
+    """One ModelStreamInfer call: every request is submitted as it arrives and answered
+    by ``emit(reply)`` in completion order; a failed request answers ``error_message``
+    and the stream goes on.
+
+    ``on_idle`` (when set) is called each time the last pending request completes, so a
+    transport can end the call once the client has half-closed and nothing is pending.
+    """
+
+    __slots__ = ("_service", "_emit", "_pending", "on_idle", "closed")
+
+    def __init__(
+        self, service: Service, emit: Callable[[service_pb2.ModelStreamInferResponse], None]
+    ) -> None:
+        self._service = service
+        self._emit = emit
+        self._pending: set[asyncio.Future] = set()
+        self.on_idle: Callable[[], None] | None = None
+        self.closed = False
+
+    @property
+    def pending(self) -> int:
+        """Requests submitted and not answered yet."""
+        return len(self._pending)
+
+    def push(self, message: service_pb2.ModelInferRequest) -> None:
+        """Submit one request; its reply is emitted when it completes."""
+        try:
+            future, finish = begin_infer(self._service, message)
+        except Exception as exc:
+            self._emit(_stream_failure(message, exc))
+            return
+        self._pending.add(future)
+        future.add_done_callback(lambda done: self._done(message, finish, done))
+
+    def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
+        self._pending.discard(done)
+        if self.closed or done.cancelled():
+            return
+        try:
+            reply = service_pb2.ModelStreamInferResponse(infer_response=finish(done.result()))
+        except Exception as exc:
+            reply = _stream_failure(message, exc)
+        self._emit(reply)
+        if not self._pending and self.on_idle is not None:
+            self.on_idle()
+
+    def cancel(self) -> None:
+        """Drop every pending request (the client went away); nothing more is emitted."""
+        self.closed = True
+        for future in list(self._pending):
+            future.cancel()
+        self._pending.clear()
+
+
+def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStreamInferResponse:
+    _, text = call_status(exc, "stream inference")
+    return stream_error(message, text)
+
+
+async def model_stream_infer(
+    service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
+) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
+    """ModelStreamInfer over async iterators (for transports that hand out iterators)."""
+    replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
+    stream = InferStream(service, replies.put_nowait)
+    finished = asyncio.get_running_loop().create_future()
+
+    def idle() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    async def read() -> None:
+        try:
+            async for message in requests:
+                stream.push(message)
+            if stream.pending:
+                stream.on_idle = idle
+                await finished
+        finally:
+            replies.put_nowait(None)
+
+    reader = asyncio.ensure_future(read())
+    try:
+        while (reply := await replies.get()) is not None:
+            yield reply
+        await reader  # surfaces a broken request stream
+    finally:
+        reader.cancel()
+        stream.cancel()
+
+
+# ------------------------------------------------------------ not served (yet)
+
+
+def _unsupported(what: str) -> Callable[[Service, Any], Awaitable[Any]]:
+    async def handler(service: Service, request: Any) -> Any:
+        raise Unsupported(f"{what} is not supported by this server yet")
+
+    return handler
+
+
+async def _cuda_shared_memory(service: Service, request: Any) -> Any:
+    raise Unsupported("CUDA shared memory is not supported")
+
+
+def _system_shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
+    """System shared memory: served by ``shared_memory`` when that module exists."""
+    try:
+        from tritium.frontends.grpc import shared_memory
+    except ImportError:
+        return _unsupported(f"system shared memory ({name})")
+    function = {
+        "SystemSharedMemoryStatus": "system_shared_memory_status",
+        "SystemSharedMemoryRegister": "system_shared_memory_register",
+        "SystemSharedMemoryUnregister": "system_shared_memory_unregister",
+    }[name]
+    return getattr(shared_memory, function)
+
+
+# ---------------------------------------------------------------------- table
+
+
+def _method(
+    name: str,
+    request_type: type,
+    handler: Callable[..., Any],
+    *,
+    kind: str = UNARY,
+    service: str = SERVICE,
+    begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None,
+    infer: bool = False,
+) -> Method:
+    return Method(f"/{service}/{name}", name, request_type, kind, handler, begin, infer)
+
+
+def _table() -> dict[str, Method]:
+    pb = service_pb2
+    methods = [
+        _method("ServerLive", pb.ServerLiveRequest, _server_live),
+        _method("ServerReady", pb.ServerReadyRequest, _server_ready),
+        _method("ModelReady", pb.ModelReadyRequest, _model_ready),
+        _method("ServerMetadata", pb.ServerMetadataRequest, _server_metadata),
+        _method("ModelMetadata", pb.ModelMetadataRequest, _model_metadata),
+        _method("ModelConfig", pb.ModelConfigRequest, _model_config),
+        _method("ModelStatistics", pb.ModelStatisticsRequest, _model_statistics),
+        _method("ModelInfer", pb.ModelInferRequest, _model_infer, begin=begin_infer, infer=True),
+        _method(
+            "ModelStreamInfer", pb.ModelInferRequest, model_stream_infer, kind=STREAM, infer=True
+        ),
+        _method(
+            "RepositoryIndex",
+            pb.RepositoryIndexRequest,
+            _unsupported("the model repository extension (RepositoryIndex)"),
+        ),
+        _method(
+            "RepositoryModelLoad",
+            pb.RepositoryModelLoadRequest,
+            _unsupported("the model repository extension (RepositoryModelLoad)"),
+        ),
+        _method(
+            "RepositoryModelUnload",
+            pb.RepositoryModelUnloadRequest,
+            _unsupported("the model repository extension (RepositoryModelUnload)"),
+        ),
+        _method(
+            "SystemSharedMemoryStatus",
+            pb.SystemSharedMemoryStatusRequest,
+            _system_shared_memory("SystemSharedMemoryStatus"),
+        ),
+        _method(
+            "SystemSharedMemoryRegister",
+            pb.SystemSharedMemoryRegisterRequest,
+            _system_shared_memory("SystemSharedMemoryRegister"),
+        ),
+        _method(
+            "SystemSharedMemoryUnregister",
+            pb.SystemSharedMemoryUnregisterRequest,
+            _system_shared_memory("SystemSharedMemoryUnregister"),
+        ),
+        _method("CudaSharedMemoryStatus", pb.CudaSharedMemoryStatusRequest, _cuda_shared_memory),
+        _method(
+            "CudaSharedMemoryRegister", pb.CudaSharedMemoryRegisterRequest, _cuda_shared_memory
+        ),
+        _method(
+            "CudaSharedMemoryUnregister",
+            pb.CudaSharedMemoryUnregisterRequest,
+            _cuda_shared_memory,
+        ),
+        _method(
+            "TraceSetting",
+            pb.TraceSettingRequest,
+            _unsupported("the trace extension (TraceSetting)"),
+        ),
+        _method(
+            "LogSettings",
+            pb.LogSettingsRequest,
+            _unsupported("the logging extension (LogSettings)"),
+        ),
+        _method("Check", health_pb2.HealthCheckRequest, _health_check, service=HEALTH_SERVICE),
+    ]
+    return {m.path: m for m in methods}
+
+
+#: Every served method by its HTTP/2 ``:path``.
+METHODS: dict[str, Method] = _table()

@@ -1,0 +1,420 @@
+"""System shared-memory regions registered by clients (Triton's shared-memory extension).
+
+A client creates a POSIX shared-memory object, registers ``[offset, offset+byte_size)``
+of it under a region name, then names the region in infer requests instead of sending
+tensor bytes. The registry maps each region once and hands out bounded views of it.
+
+Regions used by in-flight requests cannot vanish: every request holds a
+:class:`RegionLease`, and a region that is unregistered while leased leaves the registry
+at once but keeps its mapping until the last lease is released. Texts and codes are
+Triton's (``shared_memory_manager.cc``); keys of the server's own segments are refused
+and never echoed.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tritium.core.datatypes import element_count, raw_dtype, serialize_bytes, tensor_from_bytes
+from tritium.core.errors import AlreadyExists, InternalError, InvalidArgument, NotFound
+from tritium.core.types import InferRequest, InferResponse
+
+UINT64_MAX = 2**64 - 1
+# POSIX NAME_MAX: the longest file name /dev/shm accepts.
+MAX_KEY_LENGTH = 255
+MAX_NAME_LENGTH = 255
+# Keys the server keeps for its own segments (clients may not open them).
+RESERVED_KEY_PREFIX = "tritium"
+SHM_DIR = "/dev/shm"
+
+
+def _check_name(name: object) -> str:
+    if type(name) is not str or not name:
+        raise InvalidArgument("shared memory region name must be a non-empty string")
+    if (
+        len(name) > MAX_NAME_LENGTH
+        or "/" in name
+        or name in (".", "..")
+        or not name.isprintable()
+    ):
+        raise InvalidArgument(
+            "invalid shared memory region name: it must be at most "
+            f"{MAX_NAME_LENGTH} printable characters, without '/', and not '.' or '..'"
+        )
+    return name
+
+
+def _file_name(name: str, key: object) -> str:
+    """The file under /dev/shm that ``shm_open(key)`` opens (one leading '/' is optional)."""
+    if type(key) is not str or not key:
+        raise InvalidArgument(f"failed to register shared memory region '{name}': empty key")
+    base = key[1:] if key.startswith("/") else key
+    if (
+        not base
+        or len(base) > MAX_KEY_LENGTH
+        or "/" in base
+        or "\x00" in base
+        or base in (".", "..")
+    ):
+        raise InvalidArgument(
+            f"failed to register shared memory region '{name}': invalid key: it must name "
+            f"one object directly under /dev/shm (at most {MAX_KEY_LENGTH} characters, no "
+            "'/' after the optional leading one, not '.' or '..')"
+        )
+    if base.lower().startswith(RESERVED_KEY_PREFIX):
+        # Do not echo the key: it may name one of the server's own segments.
+        raise InvalidArgument(
+            f"failed to register shared memory region '{name}': keys starting with "
+            f"'{RESERVED_KEY_PREFIX}' are reserved for the server's own use"
+        )
+    return base
+
+
+def _check_uint(name: str, what: str, value: object) -> int:
+    if type(value) is not int or value < 0 or value > UINT64_MAX:
+        raise InvalidArgument(
+            f"failed to register shared memory region '{name}': '{what}' must be an "
+            f"unsigned 64-bit integer, got {value!r}"
+        )
+    return value
+
+
+class Region:
+    """One registered region: the mapping of ``[offset, offset+byte_size)`` of ``key``."""
+
+    __slots__ = ("name", "key", "offset", "byte_size", "_fd", "_map", "_skew", "_users",
+                 "_registered", "_closed")
+
+    def __init__(self, name: str, key: str, offset: int, byte_size: int, fd: int) -> None:
+        self.name = name
+        self.key = key
+        self.offset = offset
+        self.byte_size = byte_size
+        # mmap offsets must be page aligned: map from the page holding ``offset``.
+        self._skew = offset % mmap.ALLOCATIONGRANULARITY
+        self._map = mmap.mmap(
+            fd,
+            byte_size + self._skew,
+            flags=mmap.MAP_SHARED,
+            prot=mmap.PROT_READ | mmap.PROT_WRITE,
+            offset=offset - self._skew,
+        )
+        # The descriptor stays open so every use can check the object was not truncated
+        # (touching a page past the end of a shared-memory object kills the process).
+        self._fd = fd
+        self._users = 0
+        self._registered = True
+        self._closed = False
+
+    def status(self) -> dict[str, Any]:
+        return {"name": self.name, "key": self.key, "offset": self.offset,
+                "byte_size": self.byte_size}
+
+    @property
+    def users(self) -> int:
+        """Leases currently held on this region."""
+        return self._users
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def view(self, offset: int, byte_size: int | None) -> memoryview:
+        """The bytes ``[offset, offset+byte_size)`` of the region, with Triton's checks.
+
+        ``byte_size`` None (the request did not say) fails the bounds check, as in Triton.
+        """
+        name = self.name
+        if type(offset) is not int or offset < 0 or offset > UINT64_MAX:
+            raise InvalidArgument(f"Invalid offset for shared memory region: '{name}'")
+        if offset >= self.byte_size:
+            raise InvalidArgument(f"Invalid offset for shared memory region: '{name}'")
+        if byte_size is None or type(byte_size) is not int or byte_size < 0:
+            raise InvalidArgument(
+                f"Invalid offset + byte size for shared memory region: '{name}'"
+            )
+        if byte_size > UINT64_MAX - offset:
+            raise InvalidArgument(
+                f"Integer overflow detected: byte_size ({byte_size}) + offset ({offset}) "
+                f"exceeds maximum value ({UINT64_MAX}) for region '{name}'"
+            )
+        if offset + byte_size > self.byte_size:
+            raise InvalidArgument(
+                f"Invalid offset + byte size for shared memory region: '{name}'"
+            )
+        if self._closed:
+            raise NotFound(f"Unable to find shared memory region: '{name}'")
+        if os.fstat(self._fd).st_size < self.offset + self.byte_size:
+            raise InvalidArgument(
+                f"shared memory region '{name}' is no longer valid: its shared memory object "
+                "was truncated below the registered offset + byte size"
+            )
+        start = self._skew + offset
+        return memoryview(self._map)[start : start + byte_size]
+
+    def _acquire(self) -> None:
+        self._users += 1
+
+    def _release(self) -> None:
+        self._users -= 1
+        if self._users <= 0 and not self._registered:
+            self._close()
+
+    def _unregister(self) -> None:
+        self._registered = False
+        if self._users <= 0:
+            self._close()
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._map.close()
+        except BufferError:
+            # A view is still referenced (e.g. an input array a response keeps): the
+            # mapping is freed with that last view, never while it is readable.
+            pass
+        os.close(self._fd)
+
+
+class RegionLease:
+    """The regions one request uses; :meth:`release` (idempotent) hands them back."""
+
+    __slots__ = ("_regions", "_lock")
+
+    def __init__(self, lock: threading.Lock) -> None:
+        self._regions: dict[str, Region] = {}
+        self._lock = lock
+
+    def _add(self, region: Region) -> Region:
+        if region.name not in self._regions:
+            region._acquire()
+            self._regions[region.name] = region
+        return region
+
+    def region(self, name: str) -> Region:
+        """A region this lease already holds."""
+        return self._regions[name]
+
+    def release(self) -> None:
+        with self._lock:
+            regions = list(self._regions.values())
+            self._regions.clear()
+            for region in regions:
+                region._release()
+
+
+class SharedMemoryRegistry:
+    """Registered system shared-memory regions, by name."""
+
+    def __init__(self, shm_dir: str = SHM_DIR) -> None:
+        self._dir = shm_dir
+        self._regions: dict[str, Region] = {}
+        self._lock = threading.Lock()
+
+    def register(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        """Map ``[offset, offset+byte_size)`` of the shared-memory object ``key``."""
+        name = _check_name(name)
+        base = _file_name(name, key)
+        offset = _check_uint(name, "offset", offset)
+        byte_size = _check_uint(name, "byte_size", byte_size)
+        with self._lock:
+            if name in self._regions:
+                raise AlreadyExists(f"shared memory region '{name}' already in manager")
+            try:
+                # O_NOFOLLOW: a link planted in /dev/shm cannot point the server elsewhere.
+                fd = os.open(
+                    os.path.join(self._dir, base),
+                    os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK,
+                )
+            except OSError:
+                raise InternalError(f"Unable to open shared memory region: '{key}'") from None
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode) or info.st_size < 0:
+                    raise InternalError(f"Invalid shared memory region: '{key}'")
+                # Python ints cannot overflow, so this is the exact bound.
+                if byte_size == 0 or offset + byte_size > info.st_size:
+                    raise InvalidArgument(
+                        f"failed to register shared memory region '{name}': invalid args"
+                    )
+                try:
+                    region = Region(name, key, offset, byte_size, fd)
+                except (OSError, ValueError, OverflowError) as exc:
+                    raise InvalidArgument(
+                        f"failed to register shared memory region '{name}': unable to map "
+                        f"it: {exc.strerror if isinstance(exc, OSError) else 'invalid args'}"
+                    ) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            self._regions[name] = region
+
+    def status(self, name: str = "") -> list[dict[str, Any]]:
+        """Every region (sorted by name, as Triton lists them), or the one named."""
+        with self._lock:
+            if not name:
+                return [self._regions[n].status() for n in sorted(self._regions)]
+            region = self._regions.get(name)
+        if region is None:
+            raise NotFound(f"Unable to find system shared memory region: '{name}'")
+        return [region.status()]
+
+    def unregister(self, name: str = "") -> None:
+        """Forget the region named (all when ``name`` is ""); unknown names are no error.
+
+        A region still used by in-flight requests keeps its mapping until they finish.
+        """
+        with self._lock:
+            if not name:
+                regions = list(self._regions.values())
+                self._regions.clear()
+            else:
+                region = self._regions.pop(name, None)
+                regions = [] if region is None else [region]
+            for region in regions:
+                region._unregister()
+
+    unregister_all = unregister
+
+    def lease(self) -> RegionLease:
+        """An empty lease to :meth:`acquire` regions into."""
+        return RegionLease(self._lock)
+
+    def acquire(self, lease: RegionLease, name: str) -> Region:
+        """The region ``name``, held by ``lease`` until it is released."""
+        with self._lock:
+            region = self._regions.get(name) if type(name) is str else None
+            if region is None:
+                raise NotFound(f"Unable to find shared memory region: '{name}'")
+            return lease._add(region)
+
+    def close(self) -> None:
+        """Unregister everything (server shutdown); leased mappings close on release."""
+        self.unregister()
+
+    def has(self, name: str) -> bool:
+        return name in self._regions
+
+    def __len__(self) -> int:
+        return len(self._regions)
+
+
+# ------------------------------------------------------------ infer requests
+
+_REGION = "shared_memory_region"
+_SIZE = "shared_memory_byte_size"
+_OFFSET = "shared_memory_offset"
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    region: Region
+    offset: int
+    byte_size: int
+
+
+class RequestRegions:
+    """What one request uses: its lease, and where each shared-memory output goes."""
+
+    __slots__ = ("lease", "outputs")
+
+    def __init__(self, lease: RegionLease) -> None:
+        self.lease = lease
+        self.outputs: dict[str, _Target] = {}
+
+
+def _region_params(params: dict, what: str, name: str) -> tuple[str, int, int | None]:
+    region = params[_REGION]
+    if type(region) is not str:
+        raise InvalidArgument(f"{what} '{name}': '{_REGION}' must be a string")
+    size = params.get(_SIZE)
+    offset = params.get(_OFFSET, 0)
+    for key, value in ((_SIZE, size), (_OFFSET, offset)):
+        if value is not None and (type(value) is not int or value < 0 or value > UINT64_MAX):
+            raise InvalidArgument(
+                f"{what} '{name}': '{key}' must be an unsigned 64-bit integer, got {value!r}"
+            )
+    return region, offset, size
+
+
+def attach_request(registry: SharedMemoryRegistry, request: InferRequest) -> RequestRegions:
+    """Read ``request``'s shared-memory inputs and check its shared-memory outputs.
+
+    Fixed-size inputs become read-only numpy views over the region (no copy); BYTES
+    inputs are decoded from their length-prefixed elements. The regions stay leased
+    until the returned object's ``lease`` is released.
+    """
+    used = RequestRegions(registry.lease())
+    try:
+        for tensor in request.inputs:
+            params = tensor.parameters
+            if _REGION not in params:
+                continue
+            region_name, offset, size = _region_params(params, "input", tensor.name)
+            region = registry.acquire(used.lease, region_name)
+            view = region.view(offset, size)
+            try:
+                data = tensor_from_bytes(
+                    tensor.name,
+                    request.model_name,
+                    tensor.datatype,
+                    tuple(tensor.shape),
+                    element_count(tensor.shape),
+                    view,
+                )
+            except InvalidArgument as exc:
+                if exc.message.startswith("incomplete string data"):
+                    raise  # the one message Triton leaves without the request tag
+                tag = f"[request id: {request.id or '<id_unknown>'}] "
+                raise InvalidArgument(tag + exc.message) from None
+            if data.dtype != object:
+                data.flags.writeable = False  # the model sees a copy; this view is the client's
+            tensor.data = data
+        for out in request.outputs or ():
+            params = out.parameters
+            if _REGION not in params:
+                continue
+            region_name, offset, size = _region_params(params, "output", out.name)
+            region = registry.acquire(used.lease, region_name)
+            region.view(offset, size)  # bounds are checked before the model runs, as Triton
+            used.outputs[out.name] = _Target(region, offset, size or 0)
+    except BaseException:
+        used.lease.release()
+        raise
+    return used
+
+
+def write_outputs(response: InferResponse, used: RequestRegions) -> None:
+    """Copy the response's shared-memory outputs into their regions and mark them.
+
+    A result larger than its region sets ``response.error`` (Triton's INTERNAL text).
+    """
+    for out in response.outputs:
+        target = used.outputs.get(out.name)
+        if target is None:
+            continue
+        if out.datatype == "BYTES":
+            raw: bytes | memoryview = serialize_bytes(np.asarray(out.data, dtype=np.object_))
+        else:
+            array = np.ascontiguousarray(out.data, dtype=raw_dtype(out.datatype))
+            raw = memoryview(array.reshape(-1)).cast("B") if array.size else b""
+        size = len(raw)
+        if size > target.byte_size:
+            response.error = InternalError(
+                f"shared memory size specified with the request for output '{out.name}' "
+                f"({target.byte_size} bytes) should be at least {size} bytes to hold the "
+                "results"
+            )
+            return
+        if size:
+            target.region.view(target.offset, target.byte_size)[:size] = raw
+        out.shared_memory = True
