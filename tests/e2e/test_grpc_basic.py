@@ -148,8 +148,12 @@ def test_decode_typed_contents_count_must_match_shape():
     message = service_pb2.ModelInferRequest(model_name="m")
     tensor = message.inputs.add(name="IN", datatype="INT32", shape=[3])
     tensor.contents.int_contents.extend([1, 2])
-    with pytest.raises(InvalidArgument, match="expected 3"):
+    with pytest.raises(InvalidArgument) as info:
         decode_infer_request(message)
+    assert info.value.message == (
+        "[request id: <id_unknown>] input byte size mismatch for input 'IN' for model 'm'. "
+        "Expected 12, got 8"
+    )
 
 
 def test_decode_raw_bytes_and_parameters():

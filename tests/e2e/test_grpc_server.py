@@ -206,7 +206,6 @@ def test_bad_tensor_data_is_invalid_argument(stub, case):
     assert TRITIUM_TEXTS[case] in info.value.details()
 
 
-@pytest.mark.xfail(strict=True, reason="gRPC tensor-data error texts differ from Triton's (frontends/grpc/infer_codec.py)")
 @pytest.mark.parametrize("case", sorted(TRITON_TEXTS))
 def test_bad_tensor_data_texts_are_tritons(stub, case):
     with pytest.raises(grpc.RpcError) as info:

@@ -45,6 +45,17 @@ _CONTENTS_FIELD: dict[str, str] = {
     "BYTES": "bytes_contents",
 }
 _ALL_CONTENTS = tuple(sorted(set(_CONTENTS_FIELD.values())))
+# The type Triton names when a field is used for another type's input.
+_CONTENTS_TYPE = {
+    "bool_contents": "BOOL",
+    "int_contents": "INT32",
+    "int64_contents": "INT64",
+    "uint_contents": "UINT32",
+    "uint64_contents": "UINT64",
+    "fp32_contents": "FP32",
+    "fp64_contents": "FP64",
+    "bytes_contents": "BYTES",
+}
 # Placeholder data of inputs whose bytes live in a shared-memory region.
 _EMPTY = np.empty(0, dtype=np.uint8)
 _EMPTY.flags.writeable = False
@@ -120,8 +131,9 @@ def _apply_parameters(params: Any, request: InferRequest) -> None:
             continue
         elif key.startswith("triton_"):
             raise InvalidArgument(
-                "parameter keys starting with 'triton_' are reserved for Triton usage and "
-                "should not be specified."
+                "parameter keys starting with 'triton_' are reserved for Triton usage. Only "
+                "the following keys starting with 'triton_' are allowed: "
+                "triton_enable_empty_final_response"
             )
         else:
             kept[key] = value
@@ -149,6 +161,7 @@ def _from_contents(
     model: str,
     shape: tuple[int, ...],
     count: int,
+    request_id: str,
 ) -> np.ndarray:
     name, datatype = tensor.name, tensor.datatype
     contents = tensor.contents
@@ -161,14 +174,20 @@ def _from_contents(
     for other in _ALL_CONTENTS:
         if other != field and len(getattr(contents, other)):
             raise InvalidArgument(
-                f"unexpected '{other}' for {datatype} input '{name}' for model '{model}', "
-                f"expected '{field}'"
+                f"unexpected explicit tensor data for input tensor '{name}' for model "
+                f"'{model}' of type '{_CONTENTS_TYPE[other]}', expected datatype '{datatype}'"
             )
     values = getattr(contents, field)
     if len(values) != count:
+        if datatype == "BYTES":
+            raise InvalidArgument(
+                f"{_tag(request_id)}expected {count} string elements for inference input "
+                f"'{name}' for model '{model}', got {len(values)}"
+            )
+        size = datatypes.element_size(datatype)
         raise InvalidArgument(
-            f"unexpected number of elements in '{field}' for input '{name}' for model "
-            f"'{model}': expected {count} (shape {list(shape)}), got {len(values)}"
+            f"{_tag(request_id)}input byte size mismatch for input '{name}' for model "
+            f"'{model}'. Expected {count * size}, got {len(values) * size}"
         )
     if datatype == "BYTES":
         out = np.empty(count, dtype=np.object_)
@@ -180,6 +199,10 @@ def _from_contents(
         raise InvalidArgument(
             f"value out of range for {datatype} input '{name}' for model '{model}'"
         ) from None
+
+
+def _tag(request_id: str) -> str:
+    return f"[request id: {request_id or '<id_unknown>'}] "
 
 
 def _has_contents(tensor: service_pb2.ModelInferRequest.InferInputTensor) -> bool:
@@ -234,19 +257,26 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
             if has_contents:
                 raise InvalidArgument(
                     f"contents field must not be specified when using raw_input_contents "
-                    f"for input '{name}' for model '{model}'"
+                    f"for '{name}' for model '{model}'"
                 )
             # The same checks and texts as HTTP's binary data: one decoder for both.
-            data = datatypes.tensor_from_bytes(name, model, datatype, shape, count, raw[index])
+            try:
+                data = datatypes.tensor_from_bytes(
+                    name, model, datatype, shape, count, raw[index]
+                )
+            except InvalidArgument as exc:
+                # Triton checks sizes once the request exists, so they carry its id.
+                if not exc.message.startswith("input byte size mismatch"):
+                    raise
+                raise InvalidArgument(_tag(message.id) + exc.message) from None
             index += 1
         elif has_contents:
-            data = _from_contents(tensor, model, shape, count)
+            data = _from_contents(tensor, model, shape, count, message.id)
         elif count == 0:
             data = np.empty(shape, dtype=datatypes.numpy_dtype(datatype))
         else:
             raise InvalidArgument(
-                f"input tensor '{name}' for model '{model}' has no data: set its contents "
-                "or raw_input_contents"
+                f"unable to find data for input tensor '{name}' for model '{model}' in request."
             )
         inputs.append(InputTensor(name, datatype, shape, data, params))
     request.inputs = inputs
