@@ -127,6 +127,15 @@ SCENARIOS = SCENARIOS + (
         protocol="grpc",
     ),
     Scenario(
+        name="add_sub_grpc_stream_c1",
+        model="add_sub",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="add_sub FP32[4]+[4], gRPC bidirectional stream, 1 request in flight",
+        perf_args=("--streaming",),
+        protocol="grpc",
+    ),
+    Scenario(
         name="identity_grpc_c64",
         model="identity",
         tool="perf_analyzer",

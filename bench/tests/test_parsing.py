@@ -50,6 +50,7 @@ def test_scenario_names_are_stable_and_selectable() -> None:
         "image_sum_http_binary_c8",
         "string_upper_http_c8",
         "add_sub_grpc_c1",
+        "add_sub_grpc_stream_c1",
         "identity_grpc_c64",
         "identity_grpc_stream_c64",
         "identity_http_shm_c64",
