@@ -193,8 +193,7 @@ def test_unserved_methods_say_what_is_missing(stub, method, request_message, mis
     assert missing in err.details() and method in err.details()
 
 
-def test_cuda_shared_memory(stub, known_gap):
-    known_gap("native", "native transport answers CudaSharedMemoryStatus/Unregister UNIMPLEMENTED")
+def test_cuda_shared_memory(stub):
     # Triton without a GPU: status lists no regions, unregistering an unknown name is a
     # no-op, and registering fails with an error (never a silent success).
     status = stub.CudaSharedMemoryStatus(service_pb2.CudaSharedMemoryStatusRequest())

@@ -122,8 +122,7 @@ def test_mutual_tls_refuses_other_clients(mutual_server, certs, client_cert):
     assert _refused(_client(mutual_server, certs, client_cert)).status() == "StatusCode.UNAVAILABLE"
 
 
-def test_unreadable_certificate_fails_start_up_naming_the_file(grpc_launch, certs, tmp_path, known_gap):
-    known_gap("native", "native transport's start-up error for a missing certificate omits the path")
+def test_unreadable_certificate_fails_start_up_naming_the_file(grpc_launch, certs, tmp_path):
     missing = tmp_path / "missing.crt"
     server = grpc_launch(["--grpc-use-ssl=true", f"--grpc-server-cert={missing}", f"--grpc-server-key={certs / 'server.key'}"])
     with pytest.raises(RuntimeError) as info:

@@ -186,12 +186,7 @@ def test_unregister_during_inference(client, regions, tmp_path, server):
     assert_still_serving(client)
 
 
-def test_cuda_calls_answer_without_a_cuda_runtime(client, grpc_impl, request):
-    if grpc_impl == "native":
-        # Not strict: passes once calls.py routes the CUDA calls to shared_memory.py.
-        request.applymarker(pytest.mark.xfail(
-            reason="the native transport's CUDA shm calls do not use shared_memory.py yet"
-        ))
+def test_cuda_calls_answer_without_a_cuda_runtime(client):
     assert client.get_cuda_shared_memory_status().regions == {}
     client.unregister_cuda_shared_memory()
     err = error_of(client.register_cuda_shared_memory, "c", b"\0" * 64, 0, 64)

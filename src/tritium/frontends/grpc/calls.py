@@ -266,22 +266,16 @@ def _unsupported(what: str) -> Callable[[Service, Any], Awaitable[Any]]:
     return handler
 
 
-async def _cuda_shared_memory(service: Service, request: Any) -> Any:
-    raise Unsupported("CUDA shared memory is not supported")
-
-
-def _system_shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
-    """System shared memory: served by ``shared_memory`` when that module exists."""
+def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
+    """System and CUDA shared memory, served by ``shared_memory`` (the same functions
+    both transports call); answered UNIMPLEMENTED when that module is absent."""
     try:
         from tritium.frontends.grpc import shared_memory
     except ImportError:
-        return _unsupported(f"system shared memory ({name})")
-    function = {
-        "SystemSharedMemoryStatus": "system_shared_memory_status",
-        "SystemSharedMemoryRegister": "system_shared_memory_register",
-        "SystemSharedMemoryUnregister": "system_shared_memory_unregister",
-    }[name]
-    return getattr(shared_memory, function)
+        what = "CUDA shared memory" if name.startswith("Cuda") else "system shared memory"
+        return _unsupported(f"{what} ({name})")
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+    return getattr(shared_memory, snake)
 
 
 # ---------------------------------------------------------------------- table
@@ -332,26 +326,32 @@ def _table() -> dict[str, Method]:
         _method(
             "SystemSharedMemoryStatus",
             pb.SystemSharedMemoryStatusRequest,
-            _system_shared_memory("SystemSharedMemoryStatus"),
+            _shared_memory("SystemSharedMemoryStatus"),
         ),
         _method(
             "SystemSharedMemoryRegister",
             pb.SystemSharedMemoryRegisterRequest,
-            _system_shared_memory("SystemSharedMemoryRegister"),
+            _shared_memory("SystemSharedMemoryRegister"),
         ),
         _method(
             "SystemSharedMemoryUnregister",
             pb.SystemSharedMemoryUnregisterRequest,
-            _system_shared_memory("SystemSharedMemoryUnregister"),
+            _shared_memory("SystemSharedMemoryUnregister"),
         ),
-        _method("CudaSharedMemoryStatus", pb.CudaSharedMemoryStatusRequest, _cuda_shared_memory),
         _method(
-            "CudaSharedMemoryRegister", pb.CudaSharedMemoryRegisterRequest, _cuda_shared_memory
+            "CudaSharedMemoryStatus",
+            pb.CudaSharedMemoryStatusRequest,
+            _shared_memory("CudaSharedMemoryStatus"),
+        ),
+        _method(
+            "CudaSharedMemoryRegister",
+            pb.CudaSharedMemoryRegisterRequest,
+            _shared_memory("CudaSharedMemoryRegister"),
         ),
         _method(
             "CudaSharedMemoryUnregister",
             pb.CudaSharedMemoryUnregisterRequest,
-            _cuda_shared_memory,
+            _shared_memory("CudaSharedMemoryUnregister"),
         ),
         _method(
             "TraceSetting",

@@ -1,0 +1,326 @@
+"""One gRPC call on one HTTP/2 stream: request headers checked, messages decoded, the
+method from ``calls`` run, the answer framed and the stream ended with a status.
+
+A unary ModelInfer never gets a task: the request is submitted when its last DATA
+frame arrives and the response is written from the scheduler future's done callback.
+Deadlines (``grpc-timeout``) and resets cancel that future (or the handler's task), so
+work still queued is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from google.protobuf.message import DecodeError
+
+from tritium.frontends.grpc.calls import METHODS, STREAM, InferStream, Method, call_status
+from tritium.frontends.grpc.native import grpc_wire as w
+from tritium.frontends.grpc.native.connection import H2Connection, Stream
+
+if TYPE_CHECKING:
+    from tritium.frontends.grpc.native.server import GrpcProtocol
+
+logger = logging.getLogger("tritium.frontends.grpc")
+
+_TRANSPORT_HEADERS = frozenset(
+    ("content-type", "te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding")
+)
+
+
+class GrpcCall:
+    """The receiver of one stream's request and the writer of its response."""
+
+    __slots__ = (
+        "proto",
+        "conn",
+        "stream",
+        "method",
+        "metadata",
+        "reader",
+        "encoding",
+        "out_encoding",
+        "timer",
+        "future",
+        "finish",
+        "request",
+        "infer_stream",
+        "head_sent",
+        "closed",
+    )
+
+    def __init__(
+        self,
+        proto: GrpcProtocol,
+        stream: Stream,
+        method: Method,
+        metadata: dict[str, str],
+        encoding: str | None,
+        out_encoding: str | None,
+    ) -> None:
+        self.proto = proto
+        self.conn: H2Connection = proto.conn
+        self.stream = stream
+        self.method = method
+        #: Custom request metadata (header name → value; ``-bin`` values still base64).
+        self.metadata = metadata
+        self.reader = w.MessageReader(proto.max_message_length)
+        self.encoding = encoding
+        self.out_encoding = out_encoding
+        self.timer: asyncio.TimerHandle | None = None
+        self.future: asyncio.Future | None = None
+        self.finish: Any = None
+        self.request: Any = None
+        self.infer_stream: InferStream | None = None
+        self.head_sent = False
+        self.closed = False
+        if method.kind == STREAM:
+            self.infer_stream = InferStream(proto.service, self._emit)
+
+    # ---------------------------------------------------------------- request
+
+    def on_data(self, data: memoryview, end_stream: bool) -> None:
+        if self.closed:
+            return
+        if len(data):
+            try:
+                for flag, raw in self.reader.feed(data):
+                    self._message(flag, raw)
+                    if self.closed:
+                        return
+            except w.WireError as exc:
+                self.fail(exc.code, exc.message)
+                return
+        if end_stream:
+            self._half_closed()
+
+    def _message(self, flag: int, raw: memoryview) -> None:
+        if flag & 1:
+            if self.encoding is None:
+                raise w.WireError(w.INTERNAL, "compressed message without a grpc-encoding header")
+            raw = w.decompress(self.encoding, raw, self.proto.max_message_length)  # type: ignore[assignment]
+        try:
+            message = self.method.request_type.FromString(raw)
+        except DecodeError:
+            raise w.WireError(w.INTERNAL, "failed to parse the request message") from None
+        if self.infer_stream is not None:
+            self.infer_stream.push(message)
+        elif self.request is not None:
+            raise w.WireError(w.UNIMPLEMENTED, "more than one request message for a unary call")
+        else:
+            self.request = message
+
+    def _half_closed(self) -> None:
+        if self.infer_stream is not None:
+            if self.infer_stream.pending:
+                self.infer_stream.on_idle = self._stream_idle
+            else:
+                self._end(w.OK, "")
+            return
+        if self.request is None:
+            self.fail(w.UNIMPLEMENTED, "no request message for a unary call")
+            return
+        method, request, self.request = self.method, self.request, None
+        service = self.proto.service
+        if method.begin is not None:
+            try:
+                future, self.finish = method.begin(service, request)
+            except Exception as exc:
+                self.fail(*call_status(exc, method.name))
+                return
+            self.future = future
+            future.add_done_callback(self._unary_done)
+        else:
+            task = self.proto.loop.create_task(method.handler(service, request))
+            self.future = task
+            task.add_done_callback(self._unary_done)
+
+    # --------------------------------------------------------------- response
+
+    def _unary_done(self, future: asyncio.Future) -> None:
+        self.future = None
+        if self.closed or future.cancelled():
+            return
+        try:
+            result = future.result()
+            response = self.finish(result) if self.finish is not None else result
+            payload = response.SerializeToString()
+        except Exception as exc:
+            self.fail(*call_status(exc, self.method.name))
+            self.proto.schedule_flush()
+            return
+        encoding = self.out_encoding if self.method.infer else None
+        prefix, payload = self._frame(payload, encoding)
+        if prefix is None:
+            self.proto.schedule_flush()
+            return
+        self._close()
+        self.conn.send_response(
+            self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
+        )
+        self.proto.schedule_flush()
+
+    def _frame(self, payload: bytes, encoding: str | None) -> tuple[bytes | None, bytes]:
+        if len(payload) > self.proto.max_message_length:
+            self.fail(
+                w.RESOURCE_EXHAUSTED,
+                f"Sent message larger than max ({len(payload)} vs. "
+                f"{self.proto.max_message_length})",
+            )
+            return None, b""
+        if encoding is not None:
+            payload = w.compress(encoding, payload, self.proto.compression_level)
+            return w.message_prefix(len(payload), True), payload
+        return w.message_prefix(len(payload)), payload
+
+    def _emit(self, reply: Any) -> None:
+        if self.closed:
+            return
+        encoding = self.out_encoding
+        prefix, payload = self._frame(reply.SerializeToString(), encoding)
+        if prefix is None:
+            return
+        if not self.head_sent:
+            self.head_sent = True
+            self.conn.send_headers(self.stream, w.RESPONSE_HEAD[encoding])
+        self.conn.send_data(self.stream, prefix + payload)
+        self.proto.schedule_flush()
+
+    def _stream_idle(self) -> None:
+        if not self.closed:
+            self._end(w.OK, "")
+            self.proto.schedule_flush()
+
+    def _end(self, code: int, message: str) -> None:
+        if self.closed:
+            return
+        self._close()
+        if self.head_sent:
+            self.conn.send_trailers(self.stream, w.trailers(code, message))
+        else:
+            self.conn.send_headers(self.stream, w.trailers_only(code, message), end_stream=True)
+
+    def fail(self, code: int, message: str) -> None:
+        """End the call with an error status; pending work is cancelled."""
+        if self.closed:
+            return
+        self._cancel_work()
+        self._end(code, message)
+
+    # ------------------------------------------------------------ cancellation
+
+    def _close(self) -> None:
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _cancel_work(self) -> None:
+        if self.future is not None:
+            self.future.cancel()
+            self.future = None
+        if self.infer_stream is not None:
+            self.infer_stream.cancel()
+
+    def expire(self) -> None:
+        """The call's deadline passed."""
+        self.timer = None
+        if not self.closed:
+            self.fail(w.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            self.proto.schedule_flush()
+
+    def on_reset(self) -> None:
+        """The client reset the stream (or the connection went away)."""
+        if not self.closed:
+            self._close()
+            self._cancel_work()
+
+
+class _Refused:
+    """Receiver of a stream answered at once (bad headers): ignores what follows."""
+
+    __slots__ = ()
+
+    def on_data(self, data: memoryview, end_stream: bool) -> None:
+        pass
+
+    def on_reset(self) -> None:
+        pass
+
+
+REFUSED = _Refused()
+
+
+def open_call(
+    proto: GrpcProtocol, stream: Stream, headers: list[tuple[str, str]]
+) -> GrpcCall | _Refused:
+    """Check a new stream's request headers and start its call (or answer at once)."""
+    conn = proto.conn
+    path = method_name = content_type = timeout = encoding = accept = None
+    metadata: dict[str, str] = {}
+    size = 0
+    for name, value in headers:
+        size += len(name) + len(value) + 32
+        if name[0] == ":":
+            if name == ":path":
+                path = value
+            elif name == ":method":
+                method_name = value
+        elif name in _TRANSPORT_HEADERS:
+            if name == "content-type":
+                content_type = value
+            elif name == "grpc-timeout":
+                timeout = value
+            elif name == "grpc-encoding":
+                encoding = value
+            elif name == "grpc-accept-encoding":
+                accept = value
+        else:
+            metadata[name] = value
+    if method_name != "POST":
+        conn.send_headers(
+            stream, w.http_error(405, w.INTERNAL, "gRPC requires POST"), end_stream=True
+        )
+        return REFUSED
+    if content_type is None or not (
+        content_type == "application/grpc"
+        or content_type.startswith(("application/grpc+", "application/grpc;"))
+    ):
+        conn.send_headers(
+            stream,
+            w.http_error(415, w.UNKNOWN, f"invalid gRPC request content-type '{content_type}'"),
+            end_stream=True,
+        )
+        return REFUSED
+    if size > conn.max_header_list_size:
+        conn.send_headers(
+            stream,
+            w.trailers_only(w.RESOURCE_EXHAUSTED, "request header list too large"),
+            end_stream=True,
+        )
+        return REFUSED
+    method = METHODS.get(path or "")
+    if method is None:
+        conn.send_headers(
+            stream, w.trailers_only(w.UNIMPLEMENTED, f"Method not found: {path}"), end_stream=True
+        )
+        return REFUSED
+    if encoding == "identity":
+        encoding = None
+    elif encoding is not None and encoding not in w.ENCODINGS:
+        conn.send_headers(
+            stream,
+            w.trailers_only(
+                w.UNIMPLEMENTED, f"Compression algorithm '{encoding}' is not supported"
+            ),
+            end_stream=True,
+        )
+        return REFUSED
+    out_encoding = w.response_encoding(accept, proto.response_compression) if method.infer else None
+    call = GrpcCall(proto, stream, method, metadata, encoding, out_encoding)
+    if timeout is not None:
+        seconds = w.parse_timeout(timeout)
+        if seconds is not None:
+            call.timer = proto.loop.call_later(seconds, call.expire)
+    return call

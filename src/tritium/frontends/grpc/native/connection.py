@@ -1,0 +1,623 @@
+"""The server side of one HTTP/2 connection as a sans-IO state machine (RFC 9113).
+
+Bytes go in through :meth:`H2Connection.receive`; bytes to write accumulate in
+``out`` (take them with :meth:`H2Connection.data_to_send`). Streams are announced to a
+:class:`StreamHandler`, which returns the :class:`StreamReceiver` that gets the stream's
+DATA and its reset. Flow control, SETTINGS, PING (and the ping-abuse policy), stream-id
+rules, RST_STREAM, GOAWAY, padding and priority are handled here; a connection error
+queues GOAWAY and sets ``closed``, a stream error queues RST_STREAM and drops only that
+stream. Frame payload views passed to receivers are only valid during the call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from hpack import Decoder
+from hpack.exceptions import HPACKError
+
+from tritium.frontends.grpc.native import frames as f
+
+_HEADER = f.HEADER
+_EMPTY = memoryview(b"")
+#: A client that may not ping while idle may ping this often anyway (grpc's rule).
+_IDLE_PING_INTERVAL = 7200.0
+
+
+class ProtocolFailure(Exception):
+    """A connection error: the peer broke the protocol."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class StreamReceiver(Protocol):
+    def on_data(self, data: memoryview, end_stream: bool) -> None: ...
+    def on_reset(self) -> None: ...
+
+
+class StreamHandler(Protocol):
+    def stream_opened(self, stream: Stream, headers: list[tuple[str, str]]) -> StreamReceiver: ...
+
+
+class Stream:
+    """One stream's flow-control windows, half-close state and queued output."""
+
+    __slots__ = (
+        "id",
+        "receiver",
+        "send_window",
+        "recv_consumed",
+        "remote_closed",
+        "local_closed",
+        "pending",
+        "trailers",
+    )
+
+    def __init__(self, stream_id: int, send_window: int) -> None:
+        self.id = stream_id
+        self.receiver: StreamReceiver | None = None
+        self.send_window = send_window
+        self.recv_consumed = 0
+        self.remote_closed = False
+        self.local_closed = False
+        #: Response bytes waiting for window, then trailers (a header block) to end with.
+        self.pending: list[memoryview] = []
+        self.trailers: bytes | None = None
+
+
+class H2Connection:
+    """HTTP/2 server connection state; see the module docstring."""
+
+    def __init__(
+        self,
+        handler: StreamHandler,
+        *,
+        max_concurrent_streams: int = 1024,
+        initial_window: int = 4 * 1024 * 1024,
+        connection_window: int = 16 * 1024 * 1024,
+        max_frame_size: int = f.DEFAULT_MAX_FRAME_SIZE,
+        max_header_list_size: int = 64 * 1024,
+        max_header_block: int = 1024 * 1024,
+        min_ping_interval: float = 300.0,
+        max_ping_strikes: int = 2,
+        permit_idle_pings: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.handler = handler
+        self.out: list[bytes | memoryview] = []
+        self.streams: dict[int, Stream] = {}
+        self.closed = False
+        self.goaway_sent = False
+        self.peer_goaway = False
+        self.last_stream_id = 0
+        self.max_concurrent_streams = max_concurrent_streams
+        self.local_window = initial_window
+        self.max_frame_size = max_frame_size
+        self.max_header_list_size = max_header_list_size
+        self.max_header_block = max_header_block
+        self.conn_window = connection_window
+        self._recv_window = connection_window
+        self._conn_consumed = 0
+        # What the peer allows us.
+        self.peer_initial_window = f.DEFAULT_WINDOW
+        self.peer_max_frame = f.DEFAULT_MAX_FRAME_SIZE
+        self.send_window = f.DEFAULT_WINDOW
+        self._blocked: dict[int, Stream] = {}
+        # Frame reassembly.
+        self._preface = False
+        self._buf = bytearray()
+        self._need = len(f.PREFACE)
+        self._hb_stream = 0
+        self._hb_flags = 0
+        self._hb_parts: list[bytes] = []
+        self._hb_size = 0
+        # HPACK: decoded blocks are cached while the decoder's table cannot change.
+        self._decoder = Decoder()
+        self._decoder.max_header_list_size = max_header_block
+        self._hpack_cache: dict[bytes, list[tuple[str, str]]] = {}
+        # Ping abuse policy (grpc's chttp2 rules).
+        self._clock = clock
+        self.min_ping_interval = min_ping_interval
+        self.max_ping_strikes = max_ping_strikes
+        self.permit_idle_pings = permit_idle_pings
+        self._last_ping: float | None = None
+        self.ping_strikes = 0
+        self.on_ping_ack: Callable[[bytes], None] | None = None
+        self._dispatch = {
+            f.DATA: self._on_data,
+            f.HEADERS: self._on_headers,
+            f.PRIORITY: self._on_priority,
+            f.RST_STREAM: self._on_rst_stream,
+            f.SETTINGS: self._on_settings,
+            f.PUSH_PROMISE: self._on_push_promise,
+            f.PING: self._on_ping,
+            f.GOAWAY: self._on_goaway,
+            f.WINDOW_UPDATE: self._on_window_update,
+        }
+
+    # ------------------------------------------------------------- lifecycle
+
+    def initiate(self) -> None:
+        """Queue the server's connection preface (SETTINGS, connection window)."""
+        self.out.append(
+            f.settings_frame(
+                {
+                    f.SETTINGS_MAX_CONCURRENT_STREAMS: self.max_concurrent_streams,
+                    f.SETTINGS_INITIAL_WINDOW_SIZE: self.local_window,
+                    f.SETTINGS_MAX_FRAME_SIZE: self.max_frame_size,
+                    f.SETTINGS_MAX_HEADER_LIST_SIZE: self.max_header_list_size,
+                    f.SETTINGS_ENABLE_PUSH: 0,
+                }
+            )
+        )
+        if self.conn_window > f.DEFAULT_WINDOW:
+            self.out.append(f.window_update_frame(0, self.conn_window - f.DEFAULT_WINDOW))
+
+    def data_to_send(self) -> bytes:
+        out = self.out
+        if not out:
+            return b""
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        return data
+
+    def goaway(self, code: int = f.NO_ERROR, debug: bytes = b"") -> None:
+        """Refuse new streams from now on; open streams may finish."""
+        if not self.goaway_sent and not self.closed:
+            self.goaway_sent = True
+            self.out.append(f.goaway_frame(self.last_stream_id, code, debug))
+
+    def ping(self, opaque: bytes) -> None:
+        self.out.append(f.ping_frame(opaque))
+
+    def _fail(self, failure: ProtocolFailure) -> None:
+        if not self.closed:
+            self.out.append(
+                f.goaway_frame(self.last_stream_id, failure.code, failure.message.encode()[:256])
+            )
+            self.goaway_sent = True
+            self.closed = True
+        self.connection_lost()
+
+    def connection_lost(self) -> None:
+        """The transport is gone: every open stream is reset."""
+        self.closed = True
+        streams, self.streams = self.streams, {}
+        self._blocked.clear()
+        for stream in streams.values():
+            if stream.receiver is not None:
+                stream.receiver.on_reset()
+
+    # --------------------------------------------------------------- receive
+
+    def receive(self, data: bytes) -> None:
+        """Process bytes from the peer (any split)."""
+        if self.closed:
+            return
+        if self._buf:
+            self._buf += data
+            if len(self._buf) < self._need:
+                return
+            data, self._buf = self._buf, bytearray()
+        elif len(data) < self._need:
+            self._buf += data
+            return
+        view = memoryview(data)
+        try:
+            pos = self._parse(view)
+        except ProtocolFailure as failure:
+            self._fail(failure)
+            return
+        if pos < len(view) and not self.closed:
+            self._buf = bytearray(view[pos:])
+
+    def _parse(self, view: memoryview) -> int:
+        n = len(view)
+        pos = 0
+        if not self._preface:
+            if bytes(view[:24]) != f.PREFACE:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, "invalid connection preface")
+            self._preface = True
+            pos = 24
+        unpack = _HEADER.unpack_from
+        dispatch = self._dispatch
+        max_frame = self.max_frame_size
+        while n - pos >= 9:
+            hi, lo, kind, flags, sid = unpack(view, pos)
+            length = (hi << 8) | lo
+            if length > max_frame:
+                raise ProtocolFailure(f.FRAME_SIZE_ERROR, f"frame of {length} bytes is too large")
+            end = pos + 9 + length
+            if end > n:
+                self._need = end - pos
+                return pos
+            payload = view[pos + 9 : end]
+            pos = end
+            sid &= 0x7FFFFFFF
+            if self._hb_stream and kind != f.CONTINUATION:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, "expected a CONTINUATION frame")
+            method = dispatch.get(kind)
+            if method is not None:
+                method(flags, sid, payload)
+            elif kind == f.CONTINUATION:
+                self._on_continuation(flags, sid, payload)
+            # Unknown frame types are ignored (RFC 9113 §5.5).
+            if self.closed:
+                return n
+        self._need = 9
+        return pos
+
+    # ---------------------------------------------------------------- frames
+
+    @staticmethod
+    def _strip_padding(flags: int, payload: memoryview) -> memoryview:
+        if flags & f.PADDED:
+            if not len(payload):
+                raise ProtocolFailure(f.FRAME_SIZE_ERROR, "padded frame without pad length")
+            pad = payload[0]
+            if pad >= len(payload):
+                raise ProtocolFailure(f.PROTOCOL_ERROR, "padding exceeds the frame payload")
+            return payload[1 : len(payload) - pad]
+        return payload
+
+    def _on_data(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid == 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "DATA on stream 0")
+        size = len(payload)
+        self._recv_window -= size
+        if self._recv_window < 0:
+            raise ProtocolFailure(f.FLOW_CONTROL_ERROR, "connection flow-control window exceeded")
+        self._conn_consumed += size
+        if self._conn_consumed >= self.conn_window >> 1:
+            self.out.append(f.window_update_frame(0, self._conn_consumed))
+            self._recv_window += self._conn_consumed
+            self._conn_consumed = 0
+        data = self._strip_padding(flags, payload)
+        stream = self.streams.get(sid)
+        if stream is None:
+            if sid > self.last_stream_id:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, f"DATA on idle stream {sid}")
+            return  # a stream we closed or reset: its late frames are dropped
+        if stream.remote_closed:
+            self._stream_error(stream, f.STREAM_CLOSED)
+            return
+        end = bool(flags & f.END_STREAM)
+        if end:
+            stream.remote_closed = True
+        else:
+            consumed = stream.recv_consumed + size
+            if consumed > self.local_window:
+                self._stream_error(stream, f.FLOW_CONTROL_ERROR)
+                return
+            if consumed >= self.local_window >> 1:
+                self.out.append(f.window_update_frame(sid, consumed))
+                consumed = 0
+            stream.recv_consumed = consumed
+        stream.receiver.on_data(data, end)  # type: ignore[union-attr]
+        if end and stream.local_closed:
+            self.streams.pop(sid, None)
+
+    def _on_headers(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid == 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "HEADERS on stream 0")
+        block = self._strip_padding(flags, payload)
+        if flags & f.PRIORITY_FLAG:
+            if len(block) < 5:
+                raise ProtocolFailure(f.FRAME_SIZE_ERROR, "HEADERS priority fields truncated")
+            block = block[5:]
+        if flags & f.END_HEADERS:
+            self._headers_complete(sid, flags, bytes(block))
+        else:
+            self._hb_stream, self._hb_flags = sid, flags
+            self._hb_parts = [bytes(block)]
+            self._hb_size = len(block)
+
+    def _on_continuation(self, flags: int, sid: int, payload: memoryview) -> None:
+        if not self._hb_stream or sid != self._hb_stream:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "unexpected CONTINUATION frame")
+        self._hb_size += len(payload)
+        if self._hb_size > self.max_header_block:
+            raise ProtocolFailure(f.ENHANCE_YOUR_CALM, "header block too large")
+        self._hb_parts.append(bytes(payload))
+        if flags & f.END_HEADERS:
+            self._hb_stream = 0
+            block, self._hb_parts = b"".join(self._hb_parts), []
+            self._headers_complete(sid, self._hb_flags, block)
+
+    def _decode(self, block: bytes) -> list[tuple[str, str]]:
+        cached = self._hpack_cache.get(block)
+        if cached is not None:
+            return cached
+        table = self._decoder.header_table
+        entries = table.dynamic_entries
+        before = (len(entries), entries[0] if entries else None, table.maxsize)
+        try:
+            headers = self._decoder.decode(block)
+        except HPACKError as exc:
+            raise ProtocolFailure(f.COMPRESSION_ERROR, f"bad header block: {exc}") from None
+        after = (len(entries), entries[0] if entries else None, table.maxsize)
+        if after[0] == before[0] and after[1] is before[1] and after[2] == before[2]:
+            # Decoding left the table as it was, so the same bytes decode the same way
+            # until the table changes.
+            if len(self._hpack_cache) < 256:
+                self._hpack_cache[block] = headers
+        else:
+            self._hpack_cache.clear()
+        return headers  # type: ignore[return-value]
+
+    def _headers_complete(self, sid: int, flags: int, block: bytes) -> None:
+        headers = self._decode(block)  # always: the HPACK table must stay in step
+        end = bool(flags & f.END_STREAM)
+        stream = self.streams.get(sid)
+        if stream is not None:
+            # Trailers: they must end the stream.
+            if stream.remote_closed or not end:
+                self._stream_error(stream, f.PROTOCOL_ERROR)
+                return
+            stream.remote_closed = True
+            stream.receiver.on_data(_EMPTY, True)  # type: ignore[union-attr]
+            if stream.local_closed:
+                self.streams.pop(sid, None)
+            return
+        if sid & 1 == 0 or sid <= self.last_stream_id:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, f"invalid stream id {sid}")
+        self.last_stream_id = sid
+        if self.goaway_sent or len(self.streams) >= self.max_concurrent_streams:
+            self.out.append(f.rst_stream_frame(sid, f.REFUSED_STREAM))
+            return
+        stream = Stream(sid, self.peer_initial_window)
+        stream.remote_closed = end
+        self.streams[sid] = stream
+        stream.receiver = self.handler.stream_opened(stream, headers)
+        if end and not stream.local_closed:
+            stream.receiver.on_data(_EMPTY, True)
+            if stream.local_closed:
+                self.streams.pop(sid, None)
+        elif end:
+            self.streams.pop(sid, None)
+
+    def _on_priority(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid == 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "PRIORITY on stream 0")
+        if len(payload) != 5:
+            stream = self.streams.get(sid)
+            if stream is not None:
+                self._stream_error(stream, f.FRAME_SIZE_ERROR)
+            else:
+                self.out.append(f.rst_stream_frame(sid, f.FRAME_SIZE_ERROR))
+
+    def _on_rst_stream(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid == 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "RST_STREAM on stream 0")
+        if len(payload) != 4:
+            raise ProtocolFailure(f.FRAME_SIZE_ERROR, "RST_STREAM payload must be 4 bytes")
+        if sid > self.last_stream_id:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, f"RST_STREAM on idle stream {sid}")
+        stream = self.streams.pop(sid, None)
+        self._blocked.pop(sid, None)
+        if stream is not None:
+            stream.local_closed = stream.remote_closed = True
+            stream.receiver.on_reset()  # type: ignore[union-attr]
+
+    def _on_settings(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid != 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "SETTINGS on a stream")
+        if flags & f.ACK:
+            if len(payload):
+                raise ProtocolFailure(f.FRAME_SIZE_ERROR, "SETTINGS ACK with a payload")
+            return
+        if len(payload) % 6:
+            raise ProtocolFailure(f.FRAME_SIZE_ERROR, "SETTINGS payload not a multiple of 6")
+        for key, value in f.parse_settings(payload):
+            if key == f.SETTINGS_INITIAL_WINDOW_SIZE:
+                if value > f.MAX_WINDOW:
+                    raise ProtocolFailure(f.FLOW_CONTROL_ERROR, "initial window too large")
+                delta = value - self.peer_initial_window
+                self.peer_initial_window = value
+                for stream in self.streams.values():
+                    stream.send_window += delta
+                    if stream.send_window > f.MAX_WINDOW:
+                        raise ProtocolFailure(f.FLOW_CONTROL_ERROR, "stream window overflow")
+            elif key == f.SETTINGS_MAX_FRAME_SIZE:
+                if not f.DEFAULT_MAX_FRAME_SIZE <= value <= f.MAX_MAX_FRAME_SIZE:
+                    raise ProtocolFailure(f.PROTOCOL_ERROR, "invalid SETTINGS_MAX_FRAME_SIZE")
+                self.peer_max_frame = value
+            elif key == f.SETTINGS_ENABLE_PUSH and value > 1:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, "invalid SETTINGS_ENABLE_PUSH")
+            # HEADER_TABLE_SIZE needs nothing: responses never use the dynamic table.
+        self.out.append(f.SETTINGS_ACK)
+        self._flush_blocked()
+
+    def _on_push_promise(self, flags: int, sid: int, payload: memoryview) -> None:
+        raise ProtocolFailure(f.PROTOCOL_ERROR, "clients must not send PUSH_PROMISE")
+
+    def _on_ping(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid != 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "PING on a stream")
+        if len(payload) != 8:
+            raise ProtocolFailure(f.FRAME_SIZE_ERROR, "PING payload must be 8 bytes")
+        if flags & f.ACK:
+            if self.on_ping_ack is not None:
+                self.on_ping_ack(bytes(payload))
+            return
+        now = self._clock()
+        if self._last_ping is not None:
+            interval = (
+                self.min_ping_interval
+                if self.streams or self.permit_idle_pings
+                else _IDLE_PING_INTERVAL
+            )
+            if now - self._last_ping < interval:
+                self.ping_strikes += 1
+                if self.max_ping_strikes and self.ping_strikes > self.max_ping_strikes:
+                    self.out.append(f.ping_frame(bytes(payload), ack=True))
+                    raise ProtocolFailure(f.ENHANCE_YOUR_CALM, "too_many_pings")
+        self._last_ping = now
+        self.out.append(f.ping_frame(bytes(payload), ack=True))
+
+    def _on_goaway(self, flags: int, sid: int, payload: memoryview) -> None:
+        if sid != 0:
+            raise ProtocolFailure(f.PROTOCOL_ERROR, "GOAWAY on a stream")
+        if len(payload) < 8:
+            raise ProtocolFailure(f.FRAME_SIZE_ERROR, "GOAWAY payload too short")
+        self.peer_goaway = True
+
+    def _on_window_update(self, flags: int, sid: int, payload: memoryview) -> None:
+        if len(payload) != 4:
+            raise ProtocolFailure(f.FRAME_SIZE_ERROR, "WINDOW_UPDATE payload must be 4 bytes")
+        increment = f.unpack_u32(payload) & 0x7FFFFFFF
+        if sid == 0:
+            if increment == 0:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, "WINDOW_UPDATE of 0")
+            self.send_window += increment
+            if self.send_window > f.MAX_WINDOW:
+                raise ProtocolFailure(f.FLOW_CONTROL_ERROR, "connection window overflow")
+            self._flush_blocked()
+            return
+        stream = self.streams.get(sid)
+        if stream is None:
+            if sid > self.last_stream_id:
+                raise ProtocolFailure(f.PROTOCOL_ERROR, f"WINDOW_UPDATE on idle stream {sid}")
+            return
+        if increment == 0:
+            self._stream_error(stream, f.PROTOCOL_ERROR)
+            return
+        stream.send_window += increment
+        if stream.send_window > f.MAX_WINDOW:
+            self._stream_error(stream, f.FLOW_CONTROL_ERROR)
+            return
+        if sid in self._blocked:
+            self._flush_stream(stream)
+
+    def _stream_error(self, stream: Stream, code: int) -> None:
+        self.out.append(f.rst_stream_frame(stream.id, code))
+        self.streams.pop(stream.id, None)
+        self._blocked.pop(stream.id, None)
+        stream.local_closed = stream.remote_closed = True
+        if stream.receiver is not None:
+            stream.receiver.on_reset()
+
+    # ------------------------------------------------------------------ send
+
+    def send_headers(self, stream: Stream, block: bytes, end_stream: bool = False) -> None:
+        """A header block (leading headers, or trailers-only when ``end_stream``)."""
+        if stream.local_closed:
+            return
+        self._last_ping = None
+        self.ping_strikes = 0
+        self.out.append(f.headers_frames(stream.id, block, end_stream, self.peer_max_frame))
+        if end_stream:
+            self._end_local(stream)
+
+    def send_data(self, stream: Stream, data: bytes | memoryview) -> None:
+        """Response bytes, sent as the flow-control windows allow."""
+        if stream.local_closed or not len(data):
+            return
+        self._last_ping = None
+        self.ping_strikes = 0
+        stream.pending.append(memoryview(data))
+        self._flush_stream(stream)
+
+    def send_trailers(self, stream: Stream, block: bytes) -> None:
+        """End the stream with ``block`` once its queued data has been sent."""
+        if stream.local_closed:
+            return
+        if stream.pending:
+            stream.trailers = block
+        else:
+            self.send_headers(stream, block, end_stream=True)
+
+    def send_response(
+        self, stream: Stream, head: bytes, prefix: bytes, message: bytes, trailers: bytes
+    ) -> None:
+        """A whole response (headers, one DATA of ``prefix + message``, trailers) — in
+        one buffer when the windows allow, which they do for all but large messages."""
+        if stream.local_closed:
+            return
+        size = len(prefix) + len(message)
+        if (
+            size <= self.peer_max_frame
+            and size <= stream.send_window
+            and size <= self.send_window
+            and not stream.pending
+        ):
+            self._last_ping = None
+            self.ping_strikes = 0
+            sid = stream.id
+            stream.send_window -= size
+            self.send_window -= size
+            self.out.append(
+                b"".join(
+                    (
+                        _HEADER.pack(
+                            len(head) >> 8, len(head) & 0xFF, f.HEADERS, f.END_HEADERS, sid
+                        ),
+                        head,
+                        _HEADER.pack(size >> 8, size & 0xFF, f.DATA, 0, sid),
+                        prefix,
+                        message,
+                        f.headers_frames(sid, trailers, True, self.peer_max_frame),
+                    )
+                )
+            )
+            self._end_local(stream)
+            return
+        self.send_headers(stream, head)
+        self.send_data(stream, prefix)
+        self.send_data(stream, message)
+        self.send_trailers(stream, trailers)
+
+    def reset_stream(self, stream: Stream, code: int = f.CANCEL) -> None:
+        """Abandon a stream from our side (the receiver is not told)."""
+        if stream.id in self.streams:
+            self.out.append(f.rst_stream_frame(stream.id, code))
+            self.streams.pop(stream.id, None)
+            self._blocked.pop(stream.id, None)
+        stream.local_closed = stream.remote_closed = True
+
+    def _end_local(self, stream: Stream) -> None:
+        stream.local_closed = True
+        self._blocked.pop(stream.id, None)
+        if stream.remote_closed:
+            self.streams.pop(stream.id, None)
+        elif stream.id in self.streams:
+            # The answer is complete while the client is still sending: tell it to stop.
+            self.out.append(f.rst_stream_frame(stream.id, f.NO_ERROR))
+            self.streams.pop(stream.id, None)
+            stream.remote_closed = True
+
+    def _flush_stream(self, stream: Stream) -> None:
+        pending = stream.pending
+        out = self.out
+        max_frame = self.peer_max_frame
+        sid = stream.id
+        while pending:
+            allowed = min(stream.send_window, self.send_window, max_frame)
+            if allowed <= 0:
+                self._blocked[sid] = stream
+                return
+            chunk = pending[0]
+            if len(chunk) <= allowed:
+                pending.pop(0)
+            else:
+                chunk, pending[0] = chunk[:allowed], chunk[allowed:]
+            size = len(chunk)
+            stream.send_window -= size
+            self.send_window -= size
+            out.append(f.frame_header(size, f.DATA, 0, sid))
+            out.append(chunk)
+        self._blocked.pop(sid, None)
+        if stream.trailers is not None:
+            block, stream.trailers = stream.trailers, None
+            self.send_headers(stream, block, end_stream=True)
+
+    def _flush_blocked(self) -> None:
+        for stream in list(self._blocked.values()):
+            if self.send_window <= 0:
+                return
+            self._flush_stream(stream)

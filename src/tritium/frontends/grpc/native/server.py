@@ -1,0 +1,224 @@
+"""The native gRPC endpoint: an ``asyncio.Protocol`` per connection over
+:class:`H2Connection`, TLS with ALPN "h2", keepalive pings, connection age, and a
+graceful stop (GOAWAY, in-flight streams finish within the grace period).
+
+Writes are coalesced: bytes produced while handling received data go out in one
+``transport.write`` at the end; responses finished from done callbacks are flushed
+once per loop iteration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+from typing import Any
+
+from tritium.frontends.grpc.native import grpc_wire as w
+from tritium.frontends.grpc.native.call import open_call
+from tritium.frontends.grpc.native.connection import H2Connection, Stream, StreamReceiver
+from tritium.frontends.grpc.options import GrpcOptions, TlsFiles
+from tritium.service import Service
+
+logger = logging.getLogger("tritium.frontends.grpc")
+
+#: Streams one connection may have open at once (excess ones are refused).
+MAX_CONCURRENT_STREAMS = 1024
+
+
+class _Shared:
+    """What every connection of one server reads."""
+
+    def __init__(self, service: Service, options: GrpcOptions) -> None:
+        self.service = service
+        self.options = options
+        self.loop = asyncio.get_running_loop()
+        self.max_message_length = options.max_message_length
+        self.response_compression = options.response_compression
+        self.compression_level = w.COMPRESSION_LEVELS.get(options.response_compression, 6)
+        self.connections: set[GrpcProtocol] = set()
+        self.stopping = False
+
+
+class GrpcProtocol(asyncio.Protocol):
+    """One client connection."""
+
+    def __init__(self, shared: _Shared) -> None:
+        self.shared = shared
+        self.service = shared.service
+        self.loop = shared.loop
+        self.max_message_length = shared.max_message_length
+        self.response_compression = shared.response_compression
+        self.compression_level = shared.compression_level
+        keepalive = shared.options.keepalive
+        self.conn = H2Connection(
+            self,
+            max_concurrent_streams=MAX_CONCURRENT_STREAMS,
+            min_ping_interval=keepalive.min_recv_ping_interval_without_data_ms / 1000,
+            max_ping_strikes=keepalive.max_ping_strikes,
+            permit_idle_pings=keepalive.permit_without_calls,
+        )
+        self.conn.on_ping_ack = self._ping_acked
+        self.transport: asyncio.Transport | None = None
+        self._flush_scheduled = False
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.closed = False
+
+    # --------------------------------------------------------- asyncio hooks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.shared.connections.add(self)
+        if self.shared.stopping:
+            transport.close()
+            return
+        self.conn.initiate()
+        keepalive = self.shared.options.keepalive
+        if keepalive.time_ms and keepalive.time_ms > 0:
+            self._later("keepalive", keepalive.time_ms / 1000, self._keepalive)
+        if keepalive.max_connection_age_ms:
+            self._later("age", keepalive.max_connection_age_ms / 1000, self._too_old)
+        self.flush()
+
+    def data_received(self, data: bytes) -> None:
+        self.conn.receive(data)
+        self.flush()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.shared.connections.discard(self)
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self.conn.connection_lost()
+
+    # ------------------------------------------------------------ streams
+
+    def stream_opened(self, stream: Stream, headers: list[tuple[str, str]]) -> StreamReceiver:
+        return open_call(self, stream, headers)
+
+    # ------------------------------------------------------------- output
+
+    def flush(self) -> None:
+        """Write what the connection has queued; close once it is finished."""
+        self._flush_scheduled = False
+        if self.closed:
+            return
+        conn = self.conn
+        if conn.out:
+            self.transport.write(conn.data_to_send())  # type: ignore[union-attr]
+        if conn.closed or ((conn.goaway_sent or conn.peer_goaway) and not conn.streams):
+            self.closed = True
+            self.transport.close()  # type: ignore[union-attr]
+
+    def schedule_flush(self) -> None:
+        """Flush at the end of this loop iteration (one write for many responses)."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def goaway(self) -> None:
+        """Refuse new streams; close once open ones have finished."""
+        self.conn.goaway()
+        self.flush()
+
+    def abort(self) -> None:
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.abort()
+
+    # ---------------------------------------------------- keepalive and age
+
+    def _later(self, name: str, delay: float, callback: Any) -> None:
+        self._timers[name] = self.loop.call_later(delay, callback)
+
+    def _keepalive(self) -> None:
+        keepalive = self.shared.options.keepalive
+        if self.closed:
+            return
+        if self.conn.streams or keepalive.permit_without_calls:
+            self.conn.ping(os.urandom(8))
+            self.flush()
+            self._later("ping_timeout", keepalive.timeout_ms / 1000, self._ping_timeout)
+        self._later("keepalive", keepalive.time_ms / 1000, self._keepalive)
+
+    def _ping_acked(self, opaque: bytes) -> None:
+        timer = self._timers.pop("ping_timeout", None)
+        if timer is not None:
+            timer.cancel()
+
+    def _ping_timeout(self) -> None:
+        logger.info("gRPC keepalive ping not answered: closing the connection")
+        self.abort()
+
+    def _too_old(self) -> None:
+        self.goaway()
+        grace = self.shared.options.keepalive.max_connection_age_grace_ms
+        if grace is not None and grace >= 0:
+            self._later("age_grace", grace / 1000, self.abort)
+
+
+def tls_context(tls: TlsFiles) -> ssl.SSLContext:
+    """A server context with ALPN "h2"; mutual TLS requires a client certificate."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.server_cert, tls.server_key)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["h2"])
+    if tls.mutual:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(cafile=tls.root_cert or None)
+    return context
+
+
+class NativeGrpcServer:
+    """A running native gRPC endpoint."""
+
+    def __init__(self, server: asyncio.Server, shared: _Shared, port: int) -> None:
+        self._server = server
+        self._shared = shared
+        self._port = port
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when started with port 0)."""
+        return self._port
+
+    @property
+    def connections(self) -> int:
+        return len(self._shared.connections)
+
+    async def stop(self, grace: float) -> None:
+        """GOAWAY every connection, let open streams finish for up to ``grace`` seconds,
+        then close what is left."""
+        shared = self._shared
+        shared.stopping = True
+        self._server.close()
+        for proto in list(shared.connections):
+            proto.goaway()
+        deadline = shared.loop.time() + max(grace, 0.0)
+        while shared.connections and shared.loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        for proto in list(shared.connections):
+            proto.abort()
+        try:
+            await asyncio.wait_for(self._server.wait_closed(), 1.0)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def start_native_grpc_server(service: Service, options: GrpcOptions) -> NativeGrpcServer:
+    """Serve Triton's ``GRPCInferenceService`` (and ``grpc.health.v1``) on the event loop."""
+    shared = _Shared(service, options)
+    context = tls_context(options.tls) if options.tls is not None else None
+    server = await shared.loop.create_server(
+        lambda: GrpcProtocol(shared),
+        options.host,
+        options.port,
+        ssl=context,
+        reuse_address=True,
+        reuse_port=options.reuse_port or None,
+        backlog=1024,
+    )
+    port = server.sockets[0].getsockname()[1]
+    return NativeGrpcServer(server, shared, port)
