@@ -41,7 +41,7 @@ TRITON_DEFAULTS = {
     "reuse_http_port": False,
     "http_max_input_size": 64 * 1024 * 1024,
     "allow_grpc": True,
-    "grpc_implementation": "grpcio",  # not a Triton flag: which transport serves gRPC
+    "grpc_implementation": "native",  # not a Triton flag: which transport serves gRPC
     "allow_client_shm": True,  # not a Triton flag: Triton always allows registration
     "grpc_address": "0.0.0.0",
     "grpc_port": 8001,

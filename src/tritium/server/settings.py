@@ -160,7 +160,7 @@ class Settings:
         "GRPC",
     )
     grpc_implementation: str = _opt(
-        "grpcio",
+        "native",
         "Which gRPC transport serves the endpoint: native (tritium's own HTTP/2 server) or "
         "grpcio (the grpcio library's server). Both serve the same methods.",
         "GRPC",
