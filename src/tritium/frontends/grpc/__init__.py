@@ -1,7 +1,9 @@
 """gRPC frontend: Triton's ``GRPCInferenceService`` (protos from tritonclient).
 
 The protocol modules (``infer_codec``, ``messages``, ``status``) are sans-IO and shared
-by transports; ``servicer`` and ``server`` are the grpc.aio reference transport.
+by transports, and ``calls`` is the method table both transports serve: ``native`` is
+the default HTTP/2 transport; ``servicer`` (method handlers over ``calls``) and
+``server`` (start-up options) are the grpc.aio reference transport.
 """
 
 from tritium.frontends.grpc.calls import (
@@ -31,7 +33,11 @@ from tritium.frontends.grpc.options import (
     TlsFiles,
 )
 from tritium.frontends.grpc.server import GrpcServer, start_grpc_server
-from tritium.frontends.grpc.servicer import InferenceServicer, status_code
+from tritium.frontends.grpc.servicer import (
+    add_methods_to_server,
+    grpc_status_code,
+    method_handlers,
+)
 from tritium.frontends.grpc.status import GRPC_STATUS, grpc_status_for
 
 __all__ = [
@@ -42,15 +48,17 @@ __all__ = [
     "GrpcOptions",
     "GrpcServer",
     "InferStream",
-    "InferenceServicer",
     "KeepaliveOptions",
     "TlsFiles",
+    "add_methods_to_server",
     "call_status",
     "decode_infer_request",
     "encode_infer_response",
+    "grpc_status_code",
     "grpc_status_for",
     "model_config_response",
     "model_metadata_response",
+    "method_handlers",
     "model_statistics_response",
     "model_stream_infer",
     "parameter_value",
@@ -58,5 +66,4 @@ __all__ = [
     "server_metadata_response",
     "set_parameter",
     "start_grpc_server",
-    "status_code",
 ]

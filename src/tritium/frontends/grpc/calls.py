@@ -18,12 +18,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
 from tritium.core.errors import NotFound, TritiumError, Unsupported
 from tritium.core.types import InferResponse
-from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
+from tritium.frontends.grpc.infer_codec import (
+    decode_infer_request,
+    encode_infer_response,
+    encode_infer_response_bytes,
+    stream_response_bytes,
+)
+from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.messages import (
     model_config_response,
     model_metadata_response,
@@ -43,6 +50,7 @@ STREAM = "stream"
 
 #: ``finish(result)`` turns the scheduler's result into the response message.
 Finish = Callable[[Any], Any]
+BeginBytes = Callable[[Service, RequestPlans, Any], tuple[asyncio.Future, Finish]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +61,9 @@ class Method:
     ``begin(service, request) -> (future, finish)`` is the optional task-free path of a
     unary method: it raises at once for requests that cannot start; the response is
     ``finish(future.result())``. ``infer`` marks infer responses (the ones response
-    compression applies to).
+    compression applies to). ``begin_bytes(service, plans, data)`` is the same for a
+    transport that has the serialised request: it decodes through ``plans`` and its
+    ``finish`` returns the serialised response.
     """
 
     path: str
@@ -63,6 +73,7 @@ class Method:
     handler: Callable[..., Any]
     begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None
     infer: bool = False
+    begin_bytes: BeginBytes | None = None
 
 
 def call_status(exc: BaseException, what: str) -> tuple[int, str]:
@@ -147,15 +158,31 @@ def begin_infer(
     return future, lambda response: _finish_infer(request_id, response)
 
 
+def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes:
+    if response.error is not None:
+        raise response.error
+    return encode_infer_response_bytes(response, request_id)
+
+
+def begin_infer_bytes(
+    service: Service, plans: RequestPlans, data: bytes | memoryview
+) -> tuple[asyncio.Future, Finish]:
+    """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
+    response. Malformed bytes raise protobuf's ``DecodeError``."""
+    request = plans.decode(data)
+    future = service.submit(request)
+    request_id = request.id
+    return future, lambda response: _finish_infer_bytes(request_id, response)
+
+
 async def _model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
     future, finish = begin_infer(service, message)
     return finish(await future)
 
 
-def stream_error(
-    message: service_pb2.ModelInferRequest, text: str
-) -> service_pb2.ModelStreamInferResponse:
-    """A stream reply for a failed request: the id and model let a client match it."""
+def stream_error(message: Any, text: str) -> service_pb2.ModelStreamInferResponse:
+    """A stream reply for a failed request (a ``ModelInferRequest`` or the core request
+    decoded from it): the id and model let a client match it."""
     return service_pb2.ModelStreamInferResponse(
         error_message=text,
         infer_response=service_pb2.ModelInferResponse(
@@ -171,15 +198,22 @@ class InferStream:
 
     ``on_idle`` (when set) is called each time the last pending request completes, so a
     transport can end the call once the client has half-closed and nothing is pending.
+
+    With ``plans``, :meth:`push_bytes` takes serialised requests and the replies of
+    successful requests are emitted serialised (``bytes``).
     """
 
-    __slots__ = ("_service", "_emit", "_pending", "on_idle", "closed")
+    __slots__ = ("_service", "_emit", "_plans", "_pending", "on_idle", "closed")
 
     def __init__(
-        self, service: Service, emit: Callable[[service_pb2.ModelStreamInferResponse], None]
+        self,
+        service: Service,
+        emit: Callable[[Any], None],
+        plans: RequestPlans | None = None,
     ) -> None:
         self._service = service
         self._emit = emit
+        self._plans = plans
         self._pending: set[asyncio.Future] = set()
         self.on_idle: Callable[[], None] | None = None
         self.closed = False
@@ -199,12 +233,40 @@ class InferStream:
         self._pending.add(future)
         future.add_done_callback(lambda done: self._done(message, finish, done))
 
+    def push_bytes(self, data: bytes | memoryview) -> None:
+        """Submit one serialised request (needs ``plans``); malformed bytes raise
+        protobuf's ``DecodeError``."""
+        try:
+            request = self._plans.decode(data)  # type: ignore[union-attr]
+        except DecodeError:
+            raise
+        except Exception as exc:
+            # The reply names the request's model and id.
+            self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
+            return
+        try:
+            future = self._service.submit(request)
+        except Exception as exc:
+            self._emit(_stream_failure(request, exc))
+            return
+        self._pending.add(future)
+        request_id = request.id
+        future.add_done_callback(
+            lambda done: self._done(
+                request, lambda response: _finish_infer_bytes(request_id, response), done
+            )
+        )
+
     def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
         self._pending.discard(done)
         if self.closed or done.cancelled():
             return
         try:
-            reply = service_pb2.ModelStreamInferResponse(infer_response=finish(done.result()))
+            result = finish(done.result())
+            if type(result) is bytes:
+                reply: Any = stream_response_bytes(result)
+            else:
+                reply = service_pb2.ModelStreamInferResponse(infer_response=result)
         except Exception as exc:
             reply = _stream_failure(message, exc)
         self._emit(reply)
@@ -290,8 +352,11 @@ def _method(
     service: str = SERVICE,
     begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None,
     infer: bool = False,
+    begin_bytes: BeginBytes | None = None,
 ) -> Method:
-    return Method(f"/{service}/{name}", name, request_type, kind, handler, begin, infer)
+    return Method(
+        f"/{service}/{name}", name, request_type, kind, handler, begin, infer, begin_bytes
+    )
 
 
 def _table() -> dict[str, Method]:
@@ -304,7 +369,14 @@ def _table() -> dict[str, Method]:
         _method("ModelMetadata", pb.ModelMetadataRequest, _model_metadata),
         _method("ModelConfig", pb.ModelConfigRequest, _model_config),
         _method("ModelStatistics", pb.ModelStatisticsRequest, _model_statistics),
-        _method("ModelInfer", pb.ModelInferRequest, _model_infer, begin=begin_infer, infer=True),
+        _method(
+            "ModelInfer",
+            pb.ModelInferRequest,
+            _model_infer,
+            begin=begin_infer,
+            infer=True,
+            begin_bytes=begin_infer_bytes,
+        ),
         _method(
             "ModelStreamInfer", pb.ModelInferRequest, model_stream_infer, kind=STREAM, infer=True
         ),

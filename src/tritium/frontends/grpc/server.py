@@ -4,24 +4,17 @@
 ``grpc.ssl_server_credentials`` (mutual TLS requires and verifies client certificates),
 keepalive and HTTP/2 ping policy as channel arguments, message size limits of
 2**31 - 1 bytes both ways, and ``--grpc-infer-response-compression-level`` on the
-responses of ``ModelInfer`` and ``ModelStreamInfer`` only. ``grpc.health.v1`` is served
-when the ``grpcio-health-checking`` package is installed.
+responses of ``ModelInfer`` and ``ModelStreamInfer`` only. The methods themselves,
+``grpc.health.v1.Health/Check`` included, come from ``calls.METHODS`` via ``servicer``.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncIterator
-from typing import Any
-
 import grpc
-from tritonclient.grpc import service_pb2, service_pb2_grpc
 
 from tritium.frontends.grpc.options import GrpcOptions, KeepaliveOptions, TlsFiles
-from tritium.frontends.grpc.servicer import InferenceServicer
+from tritium.frontends.grpc.servicer import add_methods_to_server
 from tritium.service import Service
-
-logger = logging.getLogger("tritium.frontends.grpc")
 
 # Triton sets a grpc compression *level* on inference calls and grpc core turns it into
 # an algorithm the client accepts: LOW picks gzip, MED and HIGH pick deflate (for the
@@ -50,44 +43,6 @@ class GrpcServer:
     async def stop(self, grace: float) -> None:
         """Stop accepting; let in-flight calls finish for up to ``grace`` seconds."""
         await self._server.stop(grace)
-
-
-class _CompressingServicer(InferenceServicer):
-    """Compresses inference responses, and only those, as Triton does."""
-
-    def __init__(self, service: Service, compression: grpc.Compression) -> None:
-        super().__init__(service)
-        self._compression = compression
-
-    async def ModelInfer(self, request: Any, context: Any) -> service_pb2.ModelInferResponse:
-        context.set_compression(self._compression)
-        # grpc.aio applies a unary call's compression only with initial metadata sent
-        # on their own; otherwise the response goes out uncompressed.
-        await context.send_initial_metadata(())
-        return await super().ModelInfer(request, context)
-
-    async def ModelStreamInfer(
-        self, request_iterator: AsyncIterator[service_pb2.ModelInferRequest], context: Any
-    ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
-        context.set_compression(self._compression)
-        async for reply in super().ModelStreamInfer(request_iterator, context):
-            yield reply
-
-
-def _add_health(server: grpc.aio.Server, service: Service) -> bool:
-    try:
-        from grpc_health.v1 import health_pb2, health_pb2_grpc
-    except ImportError:
-        return False
-
-    class _Health(health_pb2_grpc.HealthServicer):
-        async def Check(self, request, context):  # noqa: ANN001, ANN202, N802
-            serving = service.ready()
-            status = health_pb2.HealthCheckResponse
-            return status(status=status.SERVING if serving else status.NOT_SERVING)
-
-    health_pb2_grpc.add_HealthServicer_to_server(_Health(), server)
-    return True
 
 
 def _keepalive_args(keepalive: KeepaliveOptions) -> list[tuple[str, int]]:
@@ -141,16 +96,14 @@ def _server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
     )
 
 
-def _servicer(service: Service, options: GrpcOptions) -> InferenceServicer:
+def _compression(options: GrpcOptions) -> grpc.Compression | None:
     try:
         compression = _COMPRESSION[options.response_compression]
     except KeyError:
         raise ValueError(
             f"unknown response compression level {options.response_compression!r}"
         ) from None
-    if compression is grpc.Compression.NoCompression:
-        return InferenceServicer(service)
-    return _CompressingServicer(service, compression)
+    return None if compression is grpc.Compression.NoCompression else compression
 
 
 async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServer:
@@ -158,11 +111,9 @@ async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServe
     host, port = options.host, options.port
     # Read certificates before anything binds, so a bad path fails start-up cleanly.
     credentials = _server_credentials(options.tls) if options.tls is not None else None
-    servicer = _servicer(service, options)
+    compression = _compression(options)
     server = grpc.aio.server(options=_channel_options(options))
-    service_pb2_grpc.add_GRPCInferenceServiceServicer_to_server(servicer, server)
-    if not _add_health(server, service):
-        logger.debug("grpc_health is not installed: grpc.health.v1.Health is not served")
+    add_methods_to_server(server, service, compression)
     address = f"{host}:{port}"
     try:
         if credentials is None:

@@ -63,7 +63,8 @@ class GrpcCall:
         self.conn: H2Connection = proto.conn
         self.stream = stream
         self.method = method
-        #: Custom request metadata (header name → value; ``-bin`` values still base64).
+        #: Custom request metadata (header name → value; ``-bin`` values still base64);
+        #: shared by calls with the same header block, so read-only.
         self.metadata = metadata
         self.reader = w.MessageReader(proto.max_message_length)
         self.encoding = encoding
@@ -76,7 +77,7 @@ class GrpcCall:
         self.head_sent = False
         self.closed = False
         if method.kind == STREAM:
-            self.infer_stream = InferStream(proto.service, self._emit)
+            self.infer_stream = InferStream(proto.service, self._emit, proto.plans)
 
     # ---------------------------------------------------------------- request
 
@@ -100,16 +101,22 @@ class GrpcCall:
             if self.encoding is None:
                 raise w.WireError(w.INTERNAL, "compressed message without a grpc-encoding header")
             raw = w.decompress(self.encoding, raw, self.proto.max_message_length)  # type: ignore[assignment]
+        if self.infer_stream is not None:
+            try:
+                self.infer_stream.push_bytes(raw)
+            except DecodeError:
+                raise w.WireError(w.INTERNAL, "failed to parse the request message") from None
+            return
+        if self.request is not None:
+            raise w.WireError(w.UNIMPLEMENTED, "more than one request message for a unary call")
+        if self.method.begin_bytes is not None:
+            # Decoded when the call starts; the buffer behind the view is never reused.
+            self.request = raw
+            return
         try:
-            message = self.method.request_type.FromString(raw)
+            self.request = self.method.request_type.FromString(raw)
         except DecodeError:
             raise w.WireError(w.INTERNAL, "failed to parse the request message") from None
-        if self.infer_stream is not None:
-            self.infer_stream.push(message)
-        elif self.request is not None:
-            raise w.WireError(w.UNIMPLEMENTED, "more than one request message for a unary call")
-        else:
-            self.request = message
 
     def _half_closed(self) -> None:
         if self.infer_stream is not None:
@@ -123,7 +130,18 @@ class GrpcCall:
             return
         method, request, self.request = self.method, self.request, None
         service = self.proto.service
-        if method.begin is not None:
+        if method.begin_bytes is not None:
+            try:
+                future, self.finish = method.begin_bytes(service, self.proto.plans, request)
+            except DecodeError:
+                self.fail(w.INTERNAL, "failed to parse the request message")
+                return
+            except Exception as exc:
+                self.fail(*call_status(exc, method.name))
+                return
+            self.future = future
+            future.add_done_callback(self._unary_done)
+        elif method.begin is not None:
             try:
                 future, self.finish = method.begin(service, request)
             except Exception as exc:
@@ -145,7 +163,7 @@ class GrpcCall:
         try:
             result = future.result()
             response = self.finish(result) if self.finish is not None else result
-            payload = response.SerializeToString()
+            payload = response if type(response) is bytes else response.SerializeToString()
         except Exception as exc:
             self.fail(*call_status(exc, self.method.name))
             self.proto.schedule_flush()
@@ -178,7 +196,8 @@ class GrpcCall:
         if self.closed:
             return
         encoding = self.out_encoding
-        prefix, payload = self._frame(reply.SerializeToString(), encoding)
+        payload = reply if type(reply) is bytes else reply.SerializeToString()
+        prefix, payload = self._frame(payload, encoding)
         if prefix is None:
             return
         if not self.head_sent:
@@ -252,11 +271,42 @@ class _Refused:
 REFUSED = _Refused()
 
 
+#: A checked request header list: (method, metadata, grpc-encoding, response encoding,
+#: grpc-timeout) for a call to start, or the header block that refuses the stream.
+_Checked = tuple[Method, dict[str, str], "str | None", "str | None", "str | None"] | bytes
+
+#: Checked header lists kept per connection (the connection hands out the same list
+#: object for a repeated header block, so repeated calls are checked once).
+MAX_CHECKED = 64
+
+
 def open_call(
     proto: GrpcProtocol, stream: Stream, headers: list[tuple[str, str]]
 ) -> GrpcCall | _Refused:
     """Check a new stream's request headers and start its call (or answer at once)."""
-    conn = proto.conn
+    memo = proto.checked_headers
+    entry = memo.get(id(headers))
+    if entry is not None and entry[0] is headers:
+        checked = entry[1]
+    else:
+        checked = _check_headers(proto, headers)
+        if len(memo) >= MAX_CHECKED:
+            memo.clear()
+        # The entry holds the list, so its id cannot be reused while it is kept.
+        memo[id(headers)] = (headers, checked)
+    if type(checked) is bytes:
+        proto.conn.send_headers(stream, checked, end_stream=True)
+        return REFUSED
+    method, metadata, encoding, out_encoding, timeout = checked  # type: ignore[misc]
+    call = GrpcCall(proto, stream, method, metadata, encoding, out_encoding)
+    if timeout is not None:
+        seconds = w.parse_timeout(timeout)
+        if seconds is not None:
+            call.timer = proto.loop.call_later(seconds, call.expire)
+    return call
+
+
+def _check_headers(proto: GrpcProtocol, headers: list[tuple[str, str]]) -> _Checked:
     path = method_name = content_type = timeout = encoding = accept = None
     metadata: dict[str, str] = {}
     size = 0
@@ -279,48 +329,22 @@ def open_call(
         else:
             metadata[name] = value
     if method_name != "POST":
-        conn.send_headers(
-            stream, w.http_error(405, w.INTERNAL, "gRPC requires POST"), end_stream=True
-        )
-        return REFUSED
+        return w.http_error(405, w.INTERNAL, "gRPC requires POST")
     if content_type is None or not (
         content_type == "application/grpc"
         or content_type.startswith(("application/grpc+", "application/grpc;"))
     ):
-        conn.send_headers(
-            stream,
-            w.http_error(415, w.UNKNOWN, f"invalid gRPC request content-type '{content_type}'"),
-            end_stream=True,
-        )
-        return REFUSED
-    if size > conn.max_header_list_size:
-        conn.send_headers(
-            stream,
-            w.trailers_only(w.RESOURCE_EXHAUSTED, "request header list too large"),
-            end_stream=True,
-        )
-        return REFUSED
+        return w.http_error(415, w.UNKNOWN, f"invalid gRPC request content-type '{content_type}'")
+    if size > proto.conn.max_header_list_size:
+        return w.trailers_only(w.RESOURCE_EXHAUSTED, "request header list too large")
     method = METHODS.get(path or "")
     if method is None:
-        conn.send_headers(
-            stream, w.trailers_only(w.UNIMPLEMENTED, f"Method not found: {path}"), end_stream=True
-        )
-        return REFUSED
+        return w.trailers_only(w.UNIMPLEMENTED, f"Method not found: {path}")
     if encoding == "identity":
         encoding = None
     elif encoding is not None and encoding not in w.ENCODINGS:
-        conn.send_headers(
-            stream,
-            w.trailers_only(
-                w.UNIMPLEMENTED, f"Compression algorithm '{encoding}' is not supported"
-            ),
-            end_stream=True,
+        return w.trailers_only(
+            w.UNIMPLEMENTED, f"Compression algorithm '{encoding}' is not supported"
         )
-        return REFUSED
     out_encoding = w.response_encoding(accept, proto.response_compression) if method.infer else None
-    call = GrpcCall(proto, stream, method, metadata, encoding, out_encoding)
-    if timeout is not None:
-        seconds = w.parse_timeout(timeout)
-        if seconds is not None:
-            call.timer = proto.loop.call_later(seconds, call.expire)
-    return call
+    return method, metadata, encoding, out_encoding, timeout

@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from hpack import Decoder
-from hpack.exceptions import HPACKError
-
 from tritium.frontends.grpc.native import frames as f
+from tritium.frontends.grpc.native.header_blocks import HeaderBlockDecoder, HeaderBlockError
+from tritium.frontends.grpc.native.sending import H2Sender, Stream
 
 _HEADER = f.HEADER
 _EMPTY = memoryview(b"")
@@ -40,37 +39,14 @@ class StreamReceiver(Protocol):
     def on_reset(self) -> None: ...
 
 
+__all__ = ["H2Connection", "ProtocolFailure", "Stream", "StreamHandler", "StreamReceiver"]
+
+
 class StreamHandler(Protocol):
     def stream_opened(self, stream: Stream, headers: list[tuple[str, str]]) -> StreamReceiver: ...
 
 
-class Stream:
-    """One stream's flow-control windows, half-close state and queued output."""
-
-    __slots__ = (
-        "id",
-        "receiver",
-        "send_window",
-        "recv_consumed",
-        "remote_closed",
-        "local_closed",
-        "pending",
-        "trailers",
-    )
-
-    def __init__(self, stream_id: int, send_window: int) -> None:
-        self.id = stream_id
-        self.receiver: StreamReceiver | None = None
-        self.send_window = send_window
-        self.recv_consumed = 0
-        self.remote_closed = False
-        self.local_closed = False
-        #: Response bytes waiting for window, then trailers (a header block) to end with.
-        self.pending: list[memoryview] = []
-        self.trailers: bytes | None = None
-
-
-class H2Connection:
+class H2Connection(H2Sender):
     """HTTP/2 server connection state; see the module docstring."""
 
     def __init__(
@@ -88,9 +64,8 @@ class H2Connection:
         permit_idle_pings: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__()
         self.handler = handler
-        self.out: list[bytes | memoryview] = []
-        self.streams: dict[int, Stream] = {}
         self.closed = False
         self.goaway_sent = False
         self.peer_goaway = False
@@ -103,11 +78,6 @@ class H2Connection:
         self.conn_window = connection_window
         self._recv_window = connection_window
         self._conn_consumed = 0
-        # What the peer allows us.
-        self.peer_initial_window = f.DEFAULT_WINDOW
-        self.peer_max_frame = f.DEFAULT_MAX_FRAME_SIZE
-        self.send_window = f.DEFAULT_WINDOW
-        self._blocked: dict[int, Stream] = {}
         # Frame reassembly.
         self._preface = False
         self._buf = bytearray()
@@ -117,16 +87,12 @@ class H2Connection:
         self._hb_parts: list[bytes] = []
         self._hb_size = 0
         # HPACK: decoded blocks are cached while the decoder's table cannot change.
-        self._decoder = Decoder()
-        self._decoder.max_header_list_size = max_header_block
-        self._hpack_cache: dict[bytes, list[tuple[str, str]]] = {}
+        self._headers = HeaderBlockDecoder(max_header_block)
         # Ping abuse policy (grpc's chttp2 rules).
         self._clock = clock
         self.min_ping_interval = min_ping_interval
         self.max_ping_strikes = max_ping_strikes
         self.permit_idle_pings = permit_idle_pings
-        self._last_ping: float | None = None
-        self.ping_strikes = 0
         self.on_ping_ack: Callable[[bytes], None] | None = None
         self._dispatch = {
             f.DATA: self._on_data,
@@ -157,14 +123,6 @@ class H2Connection:
         )
         if self.conn_window > f.DEFAULT_WINDOW:
             self.out.append(f.window_update_frame(0, self.conn_window - f.DEFAULT_WINDOW))
-
-    def data_to_send(self) -> bytes:
-        out = self.out
-        if not out:
-            return b""
-        data = out[0] if len(out) == 1 else b"".join(out)
-        out.clear()
-        return data
 
     def goaway(self, code: int = f.NO_ERROR, debug: bytes = b"") -> None:
         """Refuse new streams from now on; open streams may finish."""
@@ -330,25 +288,10 @@ class H2Connection:
             self._headers_complete(sid, self._hb_flags, block)
 
     def _decode(self, block: bytes) -> list[tuple[str, str]]:
-        cached = self._hpack_cache.get(block)
-        if cached is not None:
-            return cached
-        table = self._decoder.header_table
-        entries = table.dynamic_entries
-        before = (len(entries), entries[0] if entries else None, table.maxsize)
         try:
-            headers = self._decoder.decode(block)
-        except HPACKError as exc:
+            return self._headers.decode(block)
+        except HeaderBlockError as exc:
             raise ProtocolFailure(f.COMPRESSION_ERROR, f"bad header block: {exc}") from None
-        after = (len(entries), entries[0] if entries else None, table.maxsize)
-        if after[0] == before[0] and after[1] is before[1] and after[2] == before[2]:
-            # Decoding left the table as it was, so the same bytes decode the same way
-            # until the table changes.
-            if len(self._hpack_cache) < 256:
-                self._hpack_cache[block] = headers
-        else:
-            self._hpack_cache.clear()
-        return headers  # type: ignore[return-value]
 
     def _headers_complete(self, sid: int, flags: int, block: bytes) -> None:
         headers = self._decode(block)  # always: the HPACK table must stay in step
@@ -501,123 +444,3 @@ class H2Connection:
         stream.local_closed = stream.remote_closed = True
         if stream.receiver is not None:
             stream.receiver.on_reset()
-
-    # ------------------------------------------------------------------ send
-
-    def send_headers(self, stream: Stream, block: bytes, end_stream: bool = False) -> None:
-        """A header block (leading headers, or trailers-only when ``end_stream``)."""
-        if stream.local_closed:
-            return
-        self._last_ping = None
-        self.ping_strikes = 0
-        self.out.append(f.headers_frames(stream.id, block, end_stream, self.peer_max_frame))
-        if end_stream:
-            self._end_local(stream)
-
-    def send_data(self, stream: Stream, data: bytes | memoryview) -> None:
-        """Response bytes, sent as the flow-control windows allow."""
-        if stream.local_closed or not len(data):
-            return
-        self._last_ping = None
-        self.ping_strikes = 0
-        stream.pending.append(memoryview(data))
-        self._flush_stream(stream)
-
-    def send_trailers(self, stream: Stream, block: bytes) -> None:
-        """End the stream with ``block`` once its queued data has been sent."""
-        if stream.local_closed:
-            return
-        if stream.pending:
-            stream.trailers = block
-        else:
-            self.send_headers(stream, block, end_stream=True)
-
-    def send_response(
-        self, stream: Stream, head: bytes, prefix: bytes, message: bytes, trailers: bytes
-    ) -> None:
-        """A whole response (headers, one DATA of ``prefix + message``, trailers) — in
-        one buffer when the windows allow, which they do for all but large messages."""
-        if stream.local_closed:
-            return
-        size = len(prefix) + len(message)
-        if (
-            size <= self.peer_max_frame
-            and size <= stream.send_window
-            and size <= self.send_window
-            and not stream.pending
-        ):
-            self._last_ping = None
-            self.ping_strikes = 0
-            sid = stream.id
-            stream.send_window -= size
-            self.send_window -= size
-            self.out.append(
-                b"".join(
-                    (
-                        _HEADER.pack(
-                            len(head) >> 8, len(head) & 0xFF, f.HEADERS, f.END_HEADERS, sid
-                        ),
-                        head,
-                        _HEADER.pack(size >> 8, size & 0xFF, f.DATA, 0, sid),
-                        prefix,
-                        message,
-                        f.headers_frames(sid, trailers, True, self.peer_max_frame),
-                    )
-                )
-            )
-            self._end_local(stream)
-            return
-        self.send_headers(stream, head)
-        self.send_data(stream, prefix)
-        self.send_data(stream, message)
-        self.send_trailers(stream, trailers)
-
-    def reset_stream(self, stream: Stream, code: int = f.CANCEL) -> None:
-        """Abandon a stream from our side (the receiver is not told)."""
-        if stream.id in self.streams:
-            self.out.append(f.rst_stream_frame(stream.id, code))
-            self.streams.pop(stream.id, None)
-            self._blocked.pop(stream.id, None)
-        stream.local_closed = stream.remote_closed = True
-
-    def _end_local(self, stream: Stream) -> None:
-        stream.local_closed = True
-        self._blocked.pop(stream.id, None)
-        if stream.remote_closed:
-            self.streams.pop(stream.id, None)
-        elif stream.id in self.streams:
-            # The answer is complete while the client is still sending: tell it to stop.
-            self.out.append(f.rst_stream_frame(stream.id, f.NO_ERROR))
-            self.streams.pop(stream.id, None)
-            stream.remote_closed = True
-
-    def _flush_stream(self, stream: Stream) -> None:
-        pending = stream.pending
-        out = self.out
-        max_frame = self.peer_max_frame
-        sid = stream.id
-        while pending:
-            allowed = min(stream.send_window, self.send_window, max_frame)
-            if allowed <= 0:
-                self._blocked[sid] = stream
-                return
-            chunk = pending[0]
-            if len(chunk) <= allowed:
-                pending.pop(0)
-            else:
-                chunk, pending[0] = chunk[:allowed], chunk[allowed:]
-            size = len(chunk)
-            stream.send_window -= size
-            self.send_window -= size
-            out.append(f.frame_header(size, f.DATA, 0, sid))
-            out.append(chunk)
-        self._blocked.pop(sid, None)
-        if stream.trailers is not None:
-            block, stream.trailers = stream.trailers, None
-            self.send_headers(stream, block, end_stream=True)
-
-    def _flush_blocked(self) -> None:
-        for stream in list(self._blocked.values()):
-            if self.send_window <= 0:
-                return
-            self._flush_stream(stream)

@@ -15,6 +15,7 @@ import os
 import ssl
 from typing import Any
 
+from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.call import open_call
 from tritium.frontends.grpc.native.connection import H2Connection, Stream, StreamReceiver
@@ -39,6 +40,8 @@ class _Shared:
         self.compression_level = w.COMPRESSION_LEVELS.get(options.response_compression, 6)
         self.connections: set[GrpcProtocol] = set()
         self.stopping = False
+        #: Decoded ModelInfer headers, shared by all connections (clients repeat them).
+        self.plans = RequestPlans()
 
 
 class GrpcProtocol(asyncio.Protocol):
@@ -51,6 +54,7 @@ class GrpcProtocol(asyncio.Protocol):
         self.max_message_length = shared.max_message_length
         self.response_compression = shared.response_compression
         self.compression_level = shared.compression_level
+        self.plans = shared.plans
         keepalive = shared.options.keepalive
         self.conn = H2Connection(
             self,
@@ -64,6 +68,8 @@ class GrpcProtocol(asyncio.Protocol):
         self._flush_scheduled = False
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
+        #: id(header list) → (header list, checked headers); see ``call.open_call``.
+        self.checked_headers: dict[int, tuple[Any, Any]] = {}
 
     # --------------------------------------------------------- asyncio hooks
 
@@ -137,7 +143,10 @@ class GrpcProtocol(asyncio.Protocol):
         keepalive = self.shared.options.keepalive
         if self.closed:
             return
-        if self.conn.streams or keepalive.permit_without_calls:
+        # As grpc core does: no new ping while one is still unanswered.
+        if "ping_timeout" not in self._timers and (
+            self.conn.streams or keepalive.permit_without_calls
+        ):
             self.conn.ping(os.urandom(8))
             self.flush()
             self._later("ping_timeout", keepalive.timeout_ms / 1000, self._ping_timeout)

@@ -1,0 +1,224 @@
+"""Exact reuse of decoded ``ModelInferRequest`` headers, straight from the message bytes.
+
+Clients send the same request again and again: the same model, inputs, shapes and outputs,
+only the tensor bytes (and perhaps the id) change. Serialised, such a message is its
+header fields (1–6) followed by its ``raw_input_contents`` entries (field 7), so one scan
+of the top-level fields splits it into a header key (the header bytes, less the id field)
+and views of the raw contents. The first time a key is seen, the message is parsed by
+protobuf and decoded by :func:`decode_infer_request`, the reference; when that succeeds
+with every input raw, the result becomes a plan. Later messages with the same key are
+rebuilt from the plan and numpy views over their raw contents (no protobuf parsing, no
+copies, validation reused through ``layout_key``). Anything else — shared memory, typed
+contents, a size that does not match, fields in an unusual order — takes the reference
+path, so errors and their texts are the reference's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from tritonclient.grpc import service_pb2
+
+from tritium.core import datatypes
+from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedOutput
+from tritium.frontends.grpc.infer_codec import decode_infer_request
+
+MAX_PLANS = 256
+MAX_KEY = 16 * 1024
+
+_ModelInferRequest = service_pb2.ModelInferRequest
+# Length-delimited tags of ModelInferRequest's fields 1–7 (all strings, messages, bytes).
+_HEADER_TAGS = frozenset((0x0A, 0x12, 0x22, 0x2A, 0x32))
+_ID_TAG = 0x1A
+_RAW_TAG = 0x3A
+
+
+@dataclass(frozen=True, slots=True)
+class _InputPlan:
+    name: str
+    datatype: str
+    shape: tuple[int, ...]
+    count: int
+    size: int  # bytes expected; -1 for BYTES, whose content is checked every time
+    dtype: np.dtype | None
+    parameters: Parameters
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # identity hash: the plan is the layout key
+class RequestPlan:
+    """What every request with one header key decodes to, less its id and tensor bytes."""
+
+    model_name: str
+    model_version: str
+    correlation_id: int | str
+    flags: int
+    priority: int
+    timeout_us: int
+    parameters: Parameters
+    inputs: tuple[_InputPlan, ...]
+    outputs: tuple[tuple[str, Parameters], ...] | None
+
+    def build(self, request_id: str, raws: list[memoryview]) -> InferRequest | None:
+        """The request for these raw contents; None when one does not fit its input
+        (the reference path then answers with its error)."""
+        if len(raws) != len(self.inputs):
+            return None
+        tensors = []
+        for spec, raw in zip(self.inputs, raws):
+            if spec.dtype is None:
+                try:
+                    data = datatypes.tensor_from_bytes(
+                        spec.name, self.model_name, "BYTES", spec.shape, spec.count, raw
+                    )
+                except Exception:
+                    return None
+            elif len(raw) != spec.size:
+                return None
+            else:
+                data = np.frombuffer(raw, spec.dtype, spec.count).reshape(spec.shape)
+            params = spec.parameters
+            tensors.append(
+                InputTensor(
+                    spec.name, spec.datatype, spec.shape, data, dict(params) if params else {}
+                )
+            )
+        request = InferRequest(self.model_name, self.model_version, request_id, tensors)
+        request.layout_key = self
+        request.correlation_id = self.correlation_id
+        request.flags = self.flags
+        request.priority = self.priority
+        request.timeout_us = self.timeout_us
+        if self.parameters:
+            request.parameters = dict(self.parameters)
+        if self.outputs is not None:
+            request.outputs = [RequestedOutput(name, dict(p)) for name, p in self.outputs]
+        return request
+
+
+def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None:
+    """(header key, request id, raw contents) of a message in the usual field order;
+    None for anything else (the caller then parses it with protobuf)."""
+    view = memoryview(data)
+    n = len(view)
+    pos = 0
+    header_end = -1
+    id_start = id_end = -1
+    raws: list[memoryview] = []
+    while pos < n:
+        tag = view[pos]
+        if pos + 1 >= n:
+            return None
+        length = view[pos + 1]
+        start = pos + 2
+        if length & 0x80:
+            length &= 0x7F
+            shift = 7
+            while True:
+                if start >= n or shift > 28:
+                    return None
+                byte = view[start]
+                start += 1
+                length |= (byte & 0x7F) << shift
+                if not byte & 0x80:
+                    break
+                shift += 7
+        end = start + length
+        if end > n:
+            return None
+        if tag == _RAW_TAG:
+            if header_end < 0:
+                header_end = pos
+            raws.append(view[start:end])
+        elif header_end >= 0:
+            return None  # a header field after the raw contents
+        elif tag == _ID_TAG:
+            if id_start >= 0:
+                return None
+            id_start, id_end = pos, end
+            id_value = (start, end)
+        elif tag not in _HEADER_TAGS:
+            return None
+        pos = end
+    if header_end < 0:
+        header_end = n
+    if header_end > MAX_KEY:
+        return None
+    if id_start < 0:
+        return bytes(view[:header_end]), "", raws
+    try:
+        request_id = str(view[id_value[0] : id_value[1]], "utf-8")
+    except UnicodeDecodeError:
+        return None
+    key = bytes(view[:id_start]) + bytes(view[id_end:header_end])
+    return key, request_id, raws
+
+
+def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
+    if request.shared_memory or raw_count != len(request.inputs):
+        return None
+    inputs = []
+    for tensor in request.inputs:
+        datatype = tensor.datatype
+        count = math.prod(tensor.shape)
+        if datatype == "BYTES":
+            size, dtype = -1, None
+        else:
+            dtype = datatypes.raw_dtype(datatype)
+            size = count * dtype.itemsize
+        inputs.append(
+            _InputPlan(tensor.name, datatype, tensor.shape, count, size, dtype, tensor.parameters)
+        )
+    outputs = (
+        None
+        if request.outputs is None
+        else tuple((out.name, out.parameters) for out in request.outputs)
+    )
+    return RequestPlan(
+        request.model_name,
+        request.model_version,
+        request.correlation_id,
+        request.flags,
+        request.priority,
+        request.timeout_us,
+        request.parameters,
+        tuple(inputs),
+        outputs,
+    )
+
+
+class RequestPlans:
+    """Plans by header key (None for keys that take the reference path), bounded: the
+    oldest is dropped first."""
+
+    def __init__(self, limit: int = MAX_PLANS) -> None:
+        self._plans: OrderedDict[bytes, RequestPlan | None] = OrderedDict()
+        self._limit = limit
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def decode(self, data: bytes | memoryview) -> InferRequest:
+        """The core request of one serialised ``ModelInferRequest``, the same as
+        ``decode_infer_request(ModelInferRequest.FromString(data))`` gives (which is
+        what happens when no plan applies). Raises protobuf's ``DecodeError`` for
+        malformed bytes and core errors for invalid requests."""
+        scanned = scan(data)
+        if scanned is None:
+            return decode_infer_request(_ModelInferRequest.FromString(data))
+        key, request_id, raws = scanned
+        plans = self._plans
+        if key in plans:
+            plan = plans[key]
+            if plan is not None:
+                request = plan.build(request_id, raws)
+                if request is not None:
+                    return request
+            return decode_infer_request(_ModelInferRequest.FromString(data))
+        request = decode_infer_request(_ModelInferRequest.FromString(data))
+        plans[key] = _plan_for(request, len(raws))
+        if len(plans) > self._limit:
+            plans.popitem(last=False)
+        return request

@@ -1,0 +1,185 @@
+"""The sending half of the server's HTTP/2 connection: header blocks, DATA within the
+peer's flow-control windows (queued per stream while a window is closed), trailers after
+the queued data, whole small responses in one buffer, and resets from our side.
+
+:class:`H2Sender` holds no receiving logic; :class:`~.connection.H2Connection` extends it
+and calls :meth:`H2Sender._flush_blocked` when the peer opens its windows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tritium.frontends.grpc.native import frames as f
+
+_HEADER = f.HEADER
+
+
+class Stream:
+    """One stream's flow-control windows, half-close state and queued output."""
+
+    __slots__ = (
+        "id",
+        "receiver",
+        "send_window",
+        "recv_consumed",
+        "remote_closed",
+        "local_closed",
+        "pending",
+        "trailers",
+    )
+
+    def __init__(self, stream_id: int, send_window: int) -> None:
+        self.id = stream_id
+        self.receiver: Any = None  # the connection's StreamReceiver
+        self.send_window = send_window
+        self.recv_consumed = 0
+        self.remote_closed = False
+        self.local_closed = False
+        #: Response bytes waiting for window, then trailers (a header block) to end with.
+        self.pending: list[memoryview] = []
+        self.trailers: bytes | None = None
+
+
+class H2Sender:
+    """Output state of one connection; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.out: list[bytes | memoryview] = []
+        self.streams: dict[int, Stream] = {}
+        # What the peer allows us.
+        self.peer_initial_window = f.DEFAULT_WINDOW
+        self.peer_max_frame = f.DEFAULT_MAX_FRAME_SIZE
+        self.send_window = f.DEFAULT_WINDOW
+        self._blocked: dict[int, Stream] = {}
+        # Sending resets the ping-abuse policy (grpc's rule: pings after data are fine).
+        self._last_ping: float | None = None
+        self.ping_strikes = 0
+
+    def data_to_send(self) -> bytes:
+        out = self.out
+        if not out:
+            return b""
+        data = out[0] if len(out) == 1 else b"".join(out)
+        out.clear()
+        return data  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ send
+
+    def send_headers(self, stream: Stream, block: bytes, end_stream: bool = False) -> None:
+        """A header block (leading headers, or trailers-only when ``end_stream``)."""
+        if stream.local_closed:
+            return
+        self._last_ping = None
+        self.ping_strikes = 0
+        self.out.append(f.headers_frames(stream.id, block, end_stream, self.peer_max_frame))
+        if end_stream:
+            self._end_local(stream)
+
+    def send_data(self, stream: Stream, data: bytes | memoryview) -> None:
+        """Response bytes, sent as the flow-control windows allow."""
+        if stream.local_closed or not len(data):
+            return
+        self._last_ping = None
+        self.ping_strikes = 0
+        stream.pending.append(memoryview(data))
+        self._flush_stream(stream)
+
+    def send_trailers(self, stream: Stream, block: bytes) -> None:
+        """End the stream with ``block`` once its queued data has been sent."""
+        if stream.local_closed:
+            return
+        if stream.pending:
+            stream.trailers = block
+        else:
+            self.send_headers(stream, block, end_stream=True)
+
+    def send_response(
+        self, stream: Stream, head: bytes, prefix: bytes, message: bytes, trailers: bytes
+    ) -> None:
+        """A whole response (headers, one DATA of ``prefix + message``, trailers) — in
+        one buffer when the windows allow, which they do for all but large messages."""
+        if stream.local_closed:
+            return
+        size = len(prefix) + len(message)
+        if (
+            size <= self.peer_max_frame
+            and size <= stream.send_window
+            and size <= self.send_window
+            and not stream.pending
+        ):
+            self._last_ping = None
+            self.ping_strikes = 0
+            sid = stream.id
+            stream.send_window -= size
+            self.send_window -= size
+            self.out.append(
+                b"".join(
+                    (
+                        _HEADER.pack(
+                            len(head) >> 8, len(head) & 0xFF, f.HEADERS, f.END_HEADERS, sid
+                        ),
+                        head,
+                        _HEADER.pack(size >> 8, size & 0xFF, f.DATA, 0, sid),
+                        prefix,
+                        message,
+                        f.headers_frames(sid, trailers, True, self.peer_max_frame),
+                    )
+                )
+            )
+            self._end_local(stream)
+            return
+        self.send_headers(stream, head)
+        self.send_data(stream, prefix)
+        self.send_data(stream, message)
+        self.send_trailers(stream, trailers)
+
+    def reset_stream(self, stream: Stream, code: int = f.CANCEL) -> None:
+        """Abandon a stream from our side (the receiver is not told)."""
+        if stream.id in self.streams:
+            self.out.append(f.rst_stream_frame(stream.id, code))
+            self.streams.pop(stream.id, None)
+            self._blocked.pop(stream.id, None)
+        stream.local_closed = stream.remote_closed = True
+
+    def _end_local(self, stream: Stream) -> None:
+        stream.local_closed = True
+        self._blocked.pop(stream.id, None)
+        if stream.remote_closed:
+            self.streams.pop(stream.id, None)
+        elif stream.id in self.streams:
+            # The answer is complete while the client is still sending: tell it to stop.
+            self.out.append(f.rst_stream_frame(stream.id, f.NO_ERROR))
+            self.streams.pop(stream.id, None)
+            stream.remote_closed = True
+
+    def _flush_stream(self, stream: Stream) -> None:
+        pending = stream.pending
+        out = self.out
+        max_frame = self.peer_max_frame
+        sid = stream.id
+        while pending:
+            allowed = min(stream.send_window, self.send_window, max_frame)
+            if allowed <= 0:
+                self._blocked[sid] = stream
+                return
+            chunk = pending[0]
+            if len(chunk) <= allowed:
+                pending.pop(0)
+            else:
+                chunk, pending[0] = chunk[:allowed], chunk[allowed:]
+            size = len(chunk)
+            stream.send_window -= size
+            self.send_window -= size
+            out.append(f.frame_header(size, f.DATA, 0, sid))
+            out.append(chunk)
+        self._blocked.pop(sid, None)
+        if stream.trailers is not None:
+            block, stream.trailers = stream.trailers, None
+            self.send_headers(stream, block, end_stream=True)
+
+    def _flush_blocked(self) -> None:
+        for stream in list(self._blocked.values()):
+            if self.send_window <= 0:
+                return
+            self._flush_stream(stream)

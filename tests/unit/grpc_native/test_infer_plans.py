@@ -1,0 +1,99 @@
+"""Request plans and serialised responses give exactly what the protobuf reference path
+gives: the same core requests, the same errors, the same response bytes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from tritonclient.grpc import service_pb2
+
+from tritium.core.errors import InvalidArgument
+from tritium.core.types import InferResponse, OutputTensor
+from tritium.frontends.grpc.infer_codec import (
+    decode_infer_request,
+    encode_infer_response,
+    encode_infer_response_bytes,
+    stream_response_bytes,
+)
+from tritium.frontends.grpc.infer_plans import RequestPlans, scan
+
+
+def _request(request_id: str = "", values=(1.0, 2.0, 3.0, 4.0), **params) -> bytes:
+    message = service_pb2.ModelInferRequest(model_name="add_sub", id=request_id)
+    for key, value in params.items():
+        message.parameters[key].int64_param = value
+    message.inputs.add(name="INPUT0", datatype="FP32", shape=[4])
+    message.inputs.add(name="TEXT", datatype="BYTES", shape=[1])
+    message.outputs.add(name="OUTPUT0")
+    message.raw_input_contents.append(np.asarray(values, np.float32).tobytes())
+    message.raw_input_contents.append(b"\x02\0\0\0hi")
+    return message.SerializeToString()
+
+
+def _same(a, b) -> None:
+    assert (a.model_name, a.model_version, a.id, a.parameters, a.priority) == (
+        b.model_name, b.model_version, b.id, b.parameters, b.priority
+    )  # fmt: skip
+    assert [(t.name, t.datatype, t.shape, t.parameters) for t in a.inputs] == [
+        (t.name, t.datatype, t.shape, t.parameters) for t in b.inputs
+    ]
+    for x, y in zip(a.inputs, b.inputs):
+        np.testing.assert_array_equal(x.data, y.data)
+    assert [(o.name, o.parameters) for o in a.outputs] == [
+        (o.name, o.parameters) for o in b.outputs
+    ]
+
+
+def test_repeated_headers_are_decoded_from_the_plan_like_the_reference():
+    plans = RequestPlans()
+    for request_id, values in (("a", (1, 2, 3, 4)), ("b", (5, 6, 7, 8)), ("", (0, 0, 0, 1))):
+        data = _request(request_id, values, priority=3)
+        got = plans.decode(data)
+        _same(got, decode_infer_request(service_pb2.ModelInferRequest.FromString(data)))
+    assert len(plans) == 1  # the id is not part of the key
+    assert got.layout_key is not None
+
+
+def test_a_plan_hit_with_a_wrong_size_answers_the_reference_error():
+    plans = RequestPlans()
+    plans.decode(_request("x"))
+    bad = _request("y", values=(1.0, 2.0, 3.0))
+    with pytest.raises(InvalidArgument) as info:
+        plans.decode(bad)
+    with pytest.raises(InvalidArgument) as reference:
+        decode_infer_request(service_pb2.ModelInferRequest.FromString(bad))
+    assert info.value.message == reference.value.message
+    assert info.value.message.startswith("[request id: y] input byte size mismatch")
+
+
+def test_unusual_field_order_takes_the_reference_path():
+    data = _request("q")
+    # The id field moved after the raw contents: still valid protobuf.
+    header, request_id, raws = scan(data)
+    assert request_id == "q" and [bytes(r) for r in raws][1] == b"\x02\0\0\0hi"
+    moved = data.replace(b"\x1a\x01q", b"") + b"\x1a\x01q"
+    assert scan(moved) is None
+    assert RequestPlans().decode(moved).id == "q"
+
+
+@pytest.mark.parametrize("request_id", ["", "abc"])
+def test_serialised_responses_equal_protobuf_serialisation(request_id):
+    outputs = [
+        OutputTensor("O0", "FP32", (4,), np.arange(4, dtype=np.float32)),
+        OutputTensor("O1", "BYTES", (2,), np.array([b"a", b"bc"], dtype=object)),
+        OutputTensor("O2", "INT64", (2, 2), np.arange(4).reshape(2, 2).T),  # not contiguous
+        OutputTensor("O3", "FP32", (0,), np.zeros(0, np.float32)),
+        OutputTensor("O4", "FP16", (), np.ones((), np.float16)),
+    ]
+    shm = OutputTensor("O5", "FP32", (2,), np.zeros(2, np.float32), shared_memory=True)
+    for response in (
+        InferResponse("add_sub", "1", "", [*outputs, shm]),
+        InferResponse("add_sub", "1", "own", outputs, parameters={"k": 1}),
+    ):
+        expected = encode_infer_response(response, request_id).SerializeToString()
+        for _ in range(2):  # the second time from the cached skeleton
+            assert encode_infer_response_bytes(response, request_id) == expected
+    reply = service_pb2.ModelStreamInferResponse(
+        infer_response=encode_infer_response(response, request_id)
+    )
+    assert stream_response_bytes(expected) == reply.SerializeToString()
