@@ -42,6 +42,7 @@ from bench.servers import (
     Server,
     TritiumServer,
     TritonServer,
+    http_get,
     server_metadata,
     shm_names,
     wait_models_ready,
@@ -185,7 +186,7 @@ def run_bench(
                     meta["servers"] += f" (tritium flags: {' '.join(tritium_args)})"
                 print(f"[bench] {meta['servers']}", flush=True)
                 for result in results:
-                    _run_scenario(result, servers, anchors, settings, rounds, logs_dir)
+                    _run_scenario(result, servers, anchors, settings, rounds, logs_dir, models)
                     for server in servers.values():
                         shm_owned |= _server_shm(server)
         except BenchSetupError as exc:
@@ -217,6 +218,7 @@ def _run_scenario(
     settings: MeasureSettings,
     rounds: int,
     logs_dir: Path,
+    models: list[str],
 ) -> None:
     scenario = result.scenario
     if scenario.tool == "wrk" and anchors.wrk is None:
@@ -226,6 +228,7 @@ def _run_scenario(
     for rnd in range(1, rounds + 1):
         for name, server in servers.items():
             log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
+            _restart_if_dead(server, models, logs_dir)
             url = server.grpc_url if scenario.protocol == "grpc" else server.url
             before = server_cpu.sample(server.pgid, server.url, scenario.model)
             m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
@@ -234,6 +237,22 @@ def _run_scenario(
                 m = replace(m, server_cpu_us=server_cpu.cpu_us_per_request(before, after))
             result.runs[name].append(m)
             print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
+
+
+def _restart_if_dead(server: Server, models: list[str], logs_dir: Path) -> None:
+    """Start a server again when it died in an earlier run (its failed runs are already
+    recorded), so one crash does not cost it every later scenario."""
+    if http_get(f"http://{server.url}/v2/health/live")[0] == 200:
+        return
+    print(f"[bench] {server.name} is not answering; restarting it", flush=True)
+    log_file = getattr(server, "log_file", None)
+    if isinstance(log_file, Path) and log_file.exists():
+        # Keep the log of the crash: the restarted server writes a new one.
+        crashes = len(list(logs_dir.glob(f"{log_file.name}.dead-*")))
+        log_file.rename(log_file.with_name(f"{log_file.name}.dead-{crashes + 1}"))
+    server.stop()
+    server.start()
+    wait_models_ready(server.url, models)
 
 
 def _measure(
