@@ -196,3 +196,29 @@ def test_cuda_calls_answer_without_a_cuda_runtime(client):
 
 def test_no_shared_memory_left_behind():
     assert [n for n in os.listdir("/dev/shm") if n.startswith(KEY_PREFIX)] == []
+
+
+PERF_ANALYZER = Path("/tmp/anchors/bin/perf_analyzer")
+
+
+@pytest.mark.anchors
+@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+def test_perf_analyzer_with_system_shared_memory_over_each_transport(server, client, tmp_path):
+    import subprocess
+
+    proc = subprocess.run(
+        [
+            str(PERF_ANALYZER), "-m", "add_sub", "-u", server.grpc_url, "-i", "grpc",
+            "--shared-memory=system", "--output-shared-memory-size=64",
+            "--concurrency-range=2:2", "--measurement-mode=count_windows",
+            "--measurement-request-count=50", "--stability-percentage=1000",
+            "--max-trials=5", "-f", str(tmp_path / "report.csv"),
+        ],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-3000:]
+    assert "throughput" in output.lower() and "Unable" not in output
+    assert "error" not in output.lower()
+    # perf_analyzer unregisters what it registered when it finishes.
+    assert client.get_system_shared_memory_status().regions == {}
