@@ -9,7 +9,7 @@ from tritium.scheduling.batch_policy import (
 )
 from tritium.scheduling.default import DefaultScheduler, SchedulerStatistics
 from tritium.scheduling.dynamic import BatchCodec, DynamicBatcher, DynamicBatcherStatistics
-from tritium.scheduling.runner import Runner
+from tritium.scheduling.runner import Completion, Runner
 
 __all__ = [
     "BatchCodec",
@@ -17,6 +17,7 @@ __all__ = [
     "BatchPolicy",
     "BatchPolicyStatistics",
     "BatchingConfig",
+    "Completion",
     "DefaultScheduler",
     "DynamicBatcher",
     "DynamicBatcherStatistics",

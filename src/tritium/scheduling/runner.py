@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from tritium.core import InferRequest, InferResponse
+
+
+class Completion(Protocol):
+    """The outcome of one batch: an ``asyncio.Future``, or any object with the same
+    done-callback interface (a worker's completion calls its callbacks synchronously)."""
+
+    def add_done_callback(self, callback: Callable[[Any], object], /) -> None: ...
+
+    def done(self) -> bool: ...
+
+    def cancelled(self) -> bool: ...
+
+    def exception(self) -> BaseException | None: ...
+
+    def result(self) -> list[InferResponse]: ...
 
 
 class Runner(Protocol):
@@ -17,8 +31,11 @@ class Runner(Protocol):
         """False while the instance is down (crashed, restarting)."""
         ...
 
-    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
-        """Start ``batch`` at once; the future gets one response per request."""
+    def submit(self, batch: list[InferRequest]) -> Completion:
+        """Start ``batch`` at once; the completion gets one response per request.
+
+        Its callbacks may run synchronously when the batch ends, so a scheduler's callback
+        may be re-entered from ``submit`` of another runner's completion."""
         ...
 
     def cancel(self, request: InferRequest) -> None:

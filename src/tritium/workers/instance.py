@@ -19,6 +19,7 @@ from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import Unavailable
 from tritium.core.statistics import ModelStatistics
+from tritium.workers.completion import BatchCompletion
 from tritium.workers.process import WorkerProcess
 
 log = logging.getLogger("tritium.workers")
@@ -128,23 +129,25 @@ class ModelInstance:
     def running(self) -> bool:
         return self._ready.is_set()
 
-    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
+    def submit(self, batch: list[InferRequest]) -> BatchCompletion[list[InferResponse]]:
         """Start ``batch`` now; see :meth:`WorkerProcess.submit`."""
-        if not self._ready.is_set() or self.process is None:
+        process = self.process
+        if process is None or not self._ready.is_set():
             raise Unavailable(f"instance '{self.name}' is not running")
         now = now_ns()
+        rows = 0
         for request in batch:
             request.dispatch_ns = now
-        done = self.process.submit(batch)
-        done.add_done_callback(partial(self._record, batch, self.process))
+            rows += request.batch_size
+        done = process.submit(batch)
+        done.add_done_callback(partial(self._record, rows, len(batch), process))
         return done
 
-    def _record(self, batch: list[InferRequest], process: WorkerProcess, done: asyncio.Future) -> None:
-        if done.cancelled() or done.exception() is not None:
+    def _record(self, rows: int, requests: int, process: WorkerProcess, done: BatchCompletion) -> None:
+        if done.exception() is not None:
             return
         input_ns, infer_ns, output_ns = process.last_timing
-        rows = sum(r.batch_size for r in batch)
-        self.stats.record_execution(rows, len(batch), input_ns, infer_ns, output_ns)
+        self.stats.record_execution(rows, requests, input_ns, infer_ns, output_ns)
 
     def cancel(self, request: InferRequest) -> None:
         if self.process is not None:

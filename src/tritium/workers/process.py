@@ -17,15 +17,26 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core.datatypes import raw_dtype
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
+from tritium.workers.completion import BatchCompletion
 
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
+_LAYOUT_CACHE = 256
+# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
+_RAW_DTYPES = {
+    wire: raw_dtype(wire)
+    for wire in ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                 "INT64", "FP16", "FP32", "FP64", "BF16")
+}
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -63,7 +74,10 @@ class WorkerProcess:
         self._fd_sock: socket.socket | None = None
         self._pending: asyncio.Future[Any] | None = None
         # The batch in flight and the future its responses go to (at most one).
-        self._batch: tuple[list[InferRequest], asyncio.Future[list[InferResponse]]] | None = None
+        self._batch: tuple[list[InferRequest], BatchCompletion[list[InferResponse]]] | None = None
+        # layout_key -> (exec message, input offsets, input sizes, arena end) of a single
+        # request with fixed-size inputs, reused for every request of the same layout.
+        self._layouts: dict[object, tuple[bytes, list[int], list[int], int]] = {}
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
@@ -137,13 +151,14 @@ class WorkerProcess:
         self._pending = None
         if fut is not None and not fut.done():
             fut.set_exception(died)
-        if self._batch is not None:
-            _, batch_fut = self._batch
-            self._batch = None
-            if not batch_fut.done():
-                batch_fut.set_exception(died)
+        batch = self._batch
+        self._batch = None
+        # The instance hears of the exit first: the batch's callbacks run synchronously
+        # and must already see it not running (they park the scheduler until a restart).
         if self.on_exit is not None:
             self.on_exit(self)
+        if batch is not None and not batch[1].done():
+            batch[1].set_exception(died)
 
     async def call(self, message: Any, timeout: float | None = None) -> Any:
         """Send one message and wait for the reply (raises the worker's error)."""
@@ -235,22 +250,61 @@ class WorkerProcess:
 
     # -- execution --------------------------------------------------------------------
 
-    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
+    def submit(self, batch: list[InferRequest]) -> BatchCompletion[list[InferResponse]]:
         """Start one batch now (synchronously: inputs written, message sent) and return
-        the future of its responses, one per request. Model errors arrive as per-response
-        errors; the future fails only when the worker is gone or the reply is malformed."""
+        its completion, which gets one response per request and runs its callbacks the
+        moment the reply arrives. Model errors arrive as per-response errors; the batch
+        fails only when the worker is gone or the reply is malformed."""
         if not self._alive or self._transport is None:
             raise WorkerDied(f"instance '{self.label}' is not running")
         if self._batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
-        items = []
+        frame = None
+        if len(batch) == 1:
+            frame = self._write_cached(batch[0])
+        if frame is None:
+            frame = self._write_batch(batch)
+        done: BatchCompletion[list[InferResponse]] = BatchCompletion()
+        self._batch = (batch, done)
+        self._transport.write(frame)
+        return done
+
+    def _write_cached(self, request: InferRequest) -> bytes | None:
+        """For a request whose layout was seen before (same ``layout_key``: names, types,
+        shapes, outputs, id, parameters), write its inputs where they went last time and
+        reuse that exec message as is; None when there is nothing to reuse."""
+        key = request.layout_key
+        if key is None:
+            return None
+        cached = self._layouts.get(key)
+        if cached is None:
+            return None
+        frame, offsets, sizes, end = cached
+        arena = self._in_arena
+        inputs = request.inputs
+        if arena is None or end > arena.size or len(inputs) != len(sizes):
+            return None
+        for tensor, size in zip(inputs, sizes):
+            if tensor.data.nbytes != size:
+                return None
+        buf = arena.buf
+        buf[0] = 0
+        write = ipc_tensors.write
+        for tensor, off in zip(inputs, offsets):
+            write(buf, off, tensor.data, None)
+        return frame
+
+    def _write_batch(self, batch: list[InferRequest]) -> bytes:
         sizes = []
         raws = []
+        fixed = True
         for request in batch:
             for tensor in request.inputs:
                 n, raw = ipc_tensors.encoded_size(tensor.datatype, tensor.data)
                 sizes.append(n)
                 raws.append(raw)
+                if raw is not None:
+                    fixed = False
         # Cancellation flags: one byte per request at the start of the arena.
         offsets, end = ipc_tensors.layout(sizes, start=len(batch))
         arena = self._in_arena
@@ -258,6 +312,7 @@ class WorkerProcess:
             arena = self._replace_arena("in", end)
         buf = arena.buf
         buf[0 : len(batch)] = bytes(len(batch))
+        items = []
         k = 0
         for request in batch:
             inputs = []
@@ -277,10 +332,14 @@ class WorkerProcess:
                     "inputs": inputs,
                 }
             )
-        fut: asyncio.Future[list[InferResponse]] = asyncio.get_running_loop().create_future()
-        self._batch = (batch, fut)
-        self._transport.write(encode({"op": "exec", "requests": items}))
-        return fut
+        frame = encode({"op": "exec", "requests": items})
+        key = batch[0].layout_key
+        if len(batch) == 1 and key is not None and fixed:
+            # Fixed-size inputs only: the same layout gives the same sizes and offsets.
+            if len(self._layouts) >= _LAYOUT_CACHE:
+                self._layouts.clear()
+            self._layouts[key] = (frame, offsets, sizes, end)
+        return frame
 
     def cancel(self, request: InferRequest) -> None:
         """Raise the cancellation flag the model sees through ``request.is_cancelled()``."""
@@ -311,27 +370,39 @@ class WorkerProcess:
             self.model_ready = bool(ready)
         self.last_timing = message.get("t") or _NO_TIMING
         try:
-            fut.set_result(self._read_responses(batch, message))
+            responses = self._read_responses(batch, message)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
             log.exception("%s: malformed reply from worker", self.label)
             fut.set_exception(InternalError(f"instance '{self.label}' returned a malformed reply: {exc}"))
+            return
+        # Runs the scheduler's callback now, which may submit the next batch to this worker.
+        fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        items = reply["responses"]
+        if len(items) != len(batch):
+            raise InternalError(f"instance '{self.label}' returned a malformed reply")
         out_buf = self._out_arena.buf if self._out_arena is not None else None
         responses: list[InferResponse] = []
-        for request, item in zip(batch, reply["responses"]):
+        dtypes = _RAW_DTYPES
+        for request, item in zip(batch, items):
             response = InferResponse(request.model_name, request.model_version, request.id)
-            err = item.get("error")
-            if err is not None:
+            outputs = item.get("outputs")
+            if outputs is None:
+                err = item["error"]
                 response.error = error_from_code(err[0], err[1])
             else:
-                for name, datatype, shape, off, nbytes in item["outputs"]:
-                    data = ipc_tensors.copy_out(out_buf, datatype, shape, off, nbytes)
-                    response.outputs.append(OutputTensor(name, datatype, tuple(shape), data))
+                tensors = response.outputs
+                for name, datatype, shape, off, nbytes in outputs:
+                    dtype = dtypes.get(datatype)
+                    if dtype is None:  # BYTES
+                        data = ipc_tensors.copy_out(out_buf, datatype, shape, off, nbytes)
+                    else:
+                        # Owning copy, so the arena can take the next batch at once.
+                        data = np.ndarray(shape, dtype, out_buf, off).copy()
+                    tensors.append(OutputTensor(name, datatype, data.shape, data))
                 params = item.get("params")
                 if params:
                     response.parameters = params
             responses.append(response)
-        if len(responses) != len(batch):
-            raise InternalError(f"instance '{self.label}' returned a malformed reply")
         return responses

@@ -66,6 +66,37 @@ def test_a_plan_hit_with_a_wrong_size_answers_the_reference_error():
     assert info.value.message.startswith("[request id: y] input byte size mismatch")
 
 
+def _shm_request(request_id: str, offset: int, raw_second: bool) -> bytes:
+    message = service_pb2.ModelInferRequest(model_name="identity", id=request_id)
+    shm = message.inputs.add(name="INPUT0", datatype="FP32", shape=[4])
+    shm.parameters["shared_memory_region"].string_param = "in"
+    shm.parameters["shared_memory_byte_size"].int64_param = 16
+    shm.parameters["shared_memory_offset"].int64_param = offset
+    if raw_second:
+        message.inputs.add(name="INPUT1", datatype="FP32", shape=[4])
+        message.raw_input_contents.append(np.arange(4, dtype=np.float32).tobytes())
+    out = message.outputs.add(name="OUTPUT0")
+    out.parameters["shared_memory_region"].string_param = "out"
+    out.parameters["shared_memory_byte_size"].int64_param = 16
+    return message.SerializeToString()
+
+
+@pytest.mark.parametrize("raw_second", [False, True])
+def test_shared_memory_requests_are_planned_like_the_reference(raw_second):
+    plans = RequestPlans()
+    for request_id, offset in (("a", 0), ("b", 0), ("c", 16), ("d", 16)):
+        data = _shm_request(request_id, offset, raw_second)
+        got = plans.decode(data)
+        reference = decode_infer_request(service_pb2.ModelInferRequest.FromString(data))
+        _same(got, reference)
+        assert got.shared_memory and reference.shared_memory
+    assert len(plans) == 2  # one plan per region layout; the id is not part of the key
+    assert got.layout_key is not None
+    # Each request gets its own parameter dicts: the service may fill in the data.
+    again = plans.decode(_shm_request("e", 16, raw_second))
+    assert again.inputs[0].parameters is not got.inputs[0].parameters
+
+
 def test_unusual_field_order_takes_the_reference_path():
     data = _request("q")
     # The id field moved after the raw contents: still valid protobuf.

@@ -16,10 +16,13 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tritium.backends.python import pb_utils
-from tritium.core.datatypes import serialize_bytes
+from tritium.core.datatypes import raw_dtype, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
+from tritium.ipc.arena import ALIGN
 
 # pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
 _CODE_NAMES = [
@@ -32,6 +35,16 @@ _CODE_NAMES = [
     "ALREADY_EXISTS",
     "CANCELLED",
 ]
+
+
+_ALIGN_MASK = ALIGN - 1
+_new_tensor = object.__new__
+# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
+_RAW_DTYPES = {
+    wire: raw_dtype(wire)
+    for wire in ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                 "INT64", "FP16", "FP32", "FP64", "BF16")
+}
 
 
 class ModelLoadError(Exception):
@@ -159,27 +172,42 @@ class ModelHost:
     def _build_requests(self, items: list[dict[str, Any]], arena: Arena) -> list[Any]:
         buf = arena.buf
         requests = []
+        make_tensor = _new_tensor
+        tensor_class = pb_utils.Tensor
+        dtypes = _RAW_DTYPES
+        received = pb_utils.InferenceRequest._received
+        model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
         for index, item in enumerate(items):
-            inputs = [
-                pb_utils.Tensor._from_buffer(
-                    name, ipc_tensors.view(buf, dtype, shape, off, nbytes), dtype
-                )
-                for name, dtype, shape, off, nbytes in item["inputs"]
-            ]
+            inputs = []
+            for name, wire, shape, off, nbytes in item["inputs"]:
+                dtype = dtypes.get(wire)
+                if dtype is None:  # BYTES: decoded into an object array
+                    inputs.append(
+                        tensor_class._from_buffer(
+                            name, ipc_tensors.view(buf, wire, shape, off, nbytes), wire
+                        )
+                    )
+                    continue
+                # Fixed-size: a numpy view over the arena, no copy.
+                tensor = make_tensor(tensor_class)
+                tensor._name = name
+                tensor._array = np.ndarray(shape, dtype, buf, off)
+                tensor._datatype = wire
+                inputs.append(tensor)
             outputs = item["outputs"]
-            if outputs is None:
-                outputs = self._all_outputs
+            params = item["params"]
             requests.append(
-                pb_utils.InferenceRequest._from_server(
-                    model_name=self.model_name,
-                    model_version=self.version,
-                    inputs=inputs,
-                    requested_output_names=outputs,
-                    request_id=item["id"],
-                    correlation_id=item["corr"],
-                    flags=item["flags"],
-                    parameters=item["params"],
-                    is_cancelled=lambda i=index: buf[i] != 0,
+                received(
+                    inputs,
+                    set(all_outputs if outputs is None else outputs),
+                    model_name,
+                    version,
+                    item["id"],
+                    item["corr"],
+                    item["flags"],
+                    0,
+                    json.dumps(params, separators=(",", ":")) if params else "{}",
+                    lambda i=index: buf[i] != 0,
                 )
             )
         return requests
@@ -202,11 +230,18 @@ class ModelHost:
             reply["t"] = [t1 - t0, t2 - t1, 0]
             return reply
         t2 = time.monotonic_ns()
-        replies, pending = self._collect(result, requests)
+        replies, placed, end = self._collect(result, requests)
         self._timing = [t1 - t0, t2 - t1, t2]
-        return self._place(replies, pending, out_arena)
+        if end > out_arena.size:
+            # Outputs do not fit: the server sends a bigger arena, then "continue".
+            self._pending_replies = replies
+            self._pending = placed
+            return {"op": "need", "size": end}
+        return self._write(replies, placed, out_arena)
 
-    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any]]:
+    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any], int]:
+        """Per-request replies, and every output to write with its aligned arena offset:
+        ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
         n = len(requests)
         if not isinstance(result, (list, tuple)) or len(result) != n:
             got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
@@ -214,30 +249,30 @@ class ModelHost:
                 f"Number of InferenceResponse objects do not match the number of requests "
                 f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
             )
-            return [{"error": ["INTERNAL", message]} for _ in range(n)], []
+            return [{"error": ["INTERNAL", message]} for _ in range(n)], [], 0
         replies: list[dict[str, Any]] = []
-        pending: list[Any] = []  # (reply index, name, wire, shape, array, raw, size)
+        placed: list[Any] = []
+        pos = 0
         response_type = pb_utils.InferenceResponse
         for index, (response, request) in enumerate(zip(result, requests)):
-            reply: dict[str, Any] = {}
-            replies.append(reply)
             # The pb_utils objects are tritium's own: read their fields directly, this
             # loop runs for every response.
             if type(response) is not response_type and not isinstance(response, response_type):
-                reply["error"] = [
+                replies.append({"error": [
                     "INTERNAL",
                     f"Expected an 'InferenceResponse' object in the execute function return "
                     f"list, found type '{type(response).__name__}'",
-                ]
+                ]})
                 continue
             err = response._error
             if err is not None:
                 code = err.code()
                 code_name = _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
-                reply["error"] = [code_name, err.message()]
+                replies.append({"error": [code_name, err.message()]})
                 continue
             wanted = request._requested_output_names
             outputs = []
+            start = pos
             try:
                 for tensor in response._output_tensors:
                     name = tensor._name
@@ -247,27 +282,21 @@ class ModelHost:
                     array = tensor._array  # BF16: the raw uint16 words
                     if wire == "BYTES":
                         raw = serialize_bytes(array)
-                        outputs.append([index, name, wire, array.shape, array, raw, len(raw)])
+                        size = len(raw)
                     else:
-                        outputs.append([index, name, wire, array.shape, array, None, array.nbytes])
+                        raw = None
+                        size = array.nbytes
+                    outputs.append((pos, index, name, wire, array.shape, array, raw))
+                    pos = (pos + size + _ALIGN_MASK) & ~_ALIGN_MASK
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
-                reply["error"] = ["INTERNAL", f"invalid output from model: {_describe(exc)}"]
+                pos = start
+                replies.append({"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]})
                 continue
             params = response._parameters_dict
-            if params:
-                reply["params"] = params
-            reply["outputs"] = []
-            pending.extend(outputs)
-        return replies, pending
-
-    def _place(self, replies: list[dict], pending: list[Any], arena: Arena) -> dict:
-        offsets, end = ipc_tensors.layout([p[6] for p in pending])
-        if end > arena.size:
-            self._pending_replies = replies
-            self._pending = list(zip(offsets, pending))
-            return {"op": "need", "size": end}
-        return self._write(replies, list(zip(offsets, pending)), arena)
+            replies.append({"outputs": [], "params": params} if params else {"outputs": []})
+            placed.extend(outputs)
+        return replies, placed, pos
 
     def write_pending(self, arena: Arena) -> dict:
         replies, pending = self._pending_replies, self._pending
@@ -277,10 +306,10 @@ class ModelHost:
 
     def _write(self, replies: list[dict], placed: list[Any], arena: Arena) -> dict:
         buf = arena.buf
-        for off, (index, name, wire, shape, array, raw, _size) in placed:
-            nbytes = ipc_tensors.write(buf, off, array, raw)
+        write = ipc_tensors.write
+        for off, index, name, wire, shape, array, raw in placed:
+            nbytes = write(buf, off, array, raw)
             replies[index]["outputs"].append([name, wire, shape, off, nbytes])
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
         return {"op": "result", "responses": replies, "t": timing}
-

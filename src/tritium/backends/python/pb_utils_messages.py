@@ -49,6 +49,10 @@ class InferenceTrace:
         return None
 
 
+# Tracing is not collected, so every received request can share one stateless handle.
+_NO_TRACE = InferenceTrace()
+
+
 def parameters_to_json(parameters: Any, compact: bool = False) -> str:
     """Validate a parameters dict as Triton does and return it as a JSON string.
 
@@ -182,23 +186,45 @@ class InferenceRequest:
         used as is; ``timeout`` is in microseconds; ``is_cancelled`` answers
         ``is_cancelled()`` and is owned by the worker.
         """
+        if isinstance(parameters, str):
+            params_json = parameters
+        elif parameters:
+            params_json = json.dumps(parameters, separators=(",", ":"))
+        else:
+            params_json = "{}"
+        return cls._received(
+            inputs, set(requested_output_names), model_name, model_version, request_id,
+            correlation_id, flags, timeout, params_json, is_cancelled,
+        )
+
+    @classmethod
+    def _received(
+        cls,
+        inputs: list[Tensor],
+        requested_output_names: set[str],
+        model_name: str,
+        model_version: int | str,
+        request_id: str,
+        correlation_id: int | str,
+        flags: int,
+        timeout: int,
+        parameters_json: str,
+        is_cancelled: Callable[[], bool] | None,
+    ) -> InferenceRequest:
+        """:meth:`_from_server` with every part final and positional: the worker's
+        per-request path. ``requested_output_names`` is a fresh set the request owns."""
         request = cls.__new__(cls)
         request._request_id = request_id
         request._correlation_id = correlation_id
         request._inputs = inputs
-        request._requested_output_names = set(requested_output_names)
+        request._requested_output_names = requested_output_names
         request._model_name = model_name
         request._model_version = model_version
         request._flags = flags
         request._timeout = timeout
         request._preferred_memory = None
-        request._trace = InferenceTrace()
-        if isinstance(parameters, str):
-            request._parameters = parameters
-        elif parameters:
-            request._parameters = json.dumps(parameters, separators=(",", ":"))
-        else:
-            request._parameters = "{}"
+        request._trace = _NO_TRACE
+        request._parameters = parameters_json
         request._is_cancelled = is_cancelled
         request._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
         return request

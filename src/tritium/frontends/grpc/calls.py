@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from google.protobuf.message import DecodeError
@@ -170,9 +171,7 @@ def begin_infer_bytes(
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
     response. Malformed bytes raise protobuf's ``DecodeError``."""
     request = plans.decode(data)
-    future = service.submit(request)
-    request_id = request.id
-    return future, lambda response: _finish_infer_bytes(request_id, response)
+    return service.submit(request), partial(_finish_infer_bytes, request.id)
 
 
 async def _model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
@@ -250,12 +249,23 @@ class InferStream:
             self._emit(_stream_failure(request, exc))
             return
         self._pending.add(future)
-        request_id = request.id
-        future.add_done_callback(
-            lambda done: self._done(
-                request, lambda response: _finish_infer_bytes(request_id, response), done
-            )
-        )
+        future.add_done_callback(partial(self._done_bytes, request))
+
+    def _done_bytes(self, request: Any, done: asyncio.Future) -> None:
+        """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""
+        self._pending.discard(done)
+        if self.closed or done.cancelled():
+            return
+        try:
+            response = done.result()
+            if response.error is not None:
+                raise response.error
+            reply: Any = stream_response_bytes(encode_infer_response_bytes(response, request.id))
+        except Exception as exc:
+            reply = _stream_failure(request, exc)
+        self._emit(reply)
+        if not self._pending and self.on_idle is not None:
+            self.on_idle()
 
     def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
         self._pending.discard(done)

@@ -8,7 +8,8 @@ and views of the raw contents. The first time a key is seen, the message is pars
 protobuf and decoded by :func:`decode_infer_request`, the reference; when that succeeds
 with every input raw, the result becomes a plan. Later messages with the same key are
 rebuilt from the plan and numpy views over their raw contents (no protobuf parsing, no
-copies, validation reused through ``layout_key``). Anything else — shared memory, typed
+copies, validation reused through ``layout_key``); inputs in shared memory take no raw
+content and are left for the service to read, as the reference does. Anything else — typed
 contents, a size that does not match, fields in an unusual order — takes the reference
 path, so errors and their texts are the reference's.
 """
@@ -34,6 +35,9 @@ _ModelInferRequest = service_pb2.ModelInferRequest
 _HEADER_TAGS = frozenset((0x0A, 0x12, 0x22, 0x2A, 0x32))
 _ID_TAG = 0x1A
 _RAW_TAG = 0x3A
+_SHM_REGION = "shared_memory_region"
+_EMPTY = np.empty(0, np.uint8)  # data of a shared-memory input until the service reads it
+_EMPTY.flags.writeable = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ class _InputPlan:
     size: int  # bytes expected; -1 for BYTES, whose content is checked every time
     dtype: np.dtype | None
     parameters: Parameters
+    shm: bool  # read from a shared-memory region by the service: no raw content
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hash: the plan is the layout key
@@ -60,14 +65,25 @@ class RequestPlan:
     parameters: Parameters
     inputs: tuple[_InputPlan, ...]
     outputs: tuple[tuple[str, Parameters], ...] | None
+    shared_memory: bool
+    raw_count: int
 
     def build(self, request_id: str, raws: list[memoryview]) -> InferRequest | None:
         """The request for these raw contents; None when one does not fit its input
         (the reference path then answers with its error)."""
-        if len(raws) != len(self.inputs):
+        if len(raws) != self.raw_count:
             return None
         tensors = []
-        for spec, raw in zip(self.inputs, raws):
+        index = 0
+        for spec in self.inputs:
+            params = spec.parameters
+            if spec.shm:
+                tensors.append(
+                    InputTensor(spec.name, spec.datatype, spec.shape, _EMPTY, dict(params))
+                )
+                continue
+            raw = raws[index]
+            index += 1
             if spec.dtype is None:
                 try:
                     data = datatypes.tensor_from_bytes(
@@ -79,7 +95,6 @@ class RequestPlan:
                 return None
             else:
                 data = np.frombuffer(raw, spec.dtype, spec.count).reshape(spec.shape)
-            params = spec.parameters
             tensors.append(
                 InputTensor(
                     spec.name, spec.datatype, spec.shape, data, dict(params) if params else {}
@@ -91,6 +106,7 @@ class RequestPlan:
         request.flags = self.flags
         request.priority = self.priority
         request.timeout_us = self.timeout_us
+        request.shared_memory = self.shared_memory
         if self.parameters:
             request.parameters = dict(self.parameters)
         if self.outputs is not None:
@@ -157,11 +173,19 @@ def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None
 
 
 def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
-    if request.shared_memory or raw_count != len(request.inputs):
+    shm_inputs = sum(1 for t in request.inputs if _SHM_REGION in t.parameters)
+    if raw_count != len(request.inputs) - shm_inputs:
         return None
     inputs = []
     for tensor in request.inputs:
         datatype = tensor.datatype
+        if _SHM_REGION in tensor.parameters:
+            inputs.append(
+                _InputPlan(
+                    tensor.name, datatype, tensor.shape, 0, 0, None, tensor.parameters, True
+                )
+            )
+            continue
         count = math.prod(tensor.shape)
         if datatype == "BYTES":
             size, dtype = -1, None
@@ -169,7 +193,9 @@ def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
             dtype = datatypes.raw_dtype(datatype)
             size = count * dtype.itemsize
         inputs.append(
-            _InputPlan(tensor.name, datatype, tensor.shape, count, size, dtype, tensor.parameters)
+            _InputPlan(
+                tensor.name, datatype, tensor.shape, count, size, dtype, tensor.parameters, False
+            )
         )
     outputs = (
         None
@@ -186,6 +212,8 @@ def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
         request.parameters,
         tuple(inputs),
         outputs,
+        request.shared_memory,
+        raw_count,
     )
 
 

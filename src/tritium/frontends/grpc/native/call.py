@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
+_pack_prefix = struct.Struct(">BL").pack  # a gRPC message prefix: compressed flag, length
 _TRANSPORT_HEADERS = frozenset(
     ("content-type", "te", "grpc-timeout", "grpc-encoding", "grpc-accept-encoding")
 )
@@ -66,7 +68,8 @@ class GrpcCall:
         #: Custom request metadata (header name → value; ``-bin`` values still base64);
         #: shared by calls with the same header block, so read-only.
         self.metadata = metadata
-        self.reader = w.MessageReader(proto.max_message_length)
+        #: Made on the first DATA payload that is not exactly one whole message.
+        self.reader: w.MessageReader | None = None
         self.encoding = encoding
         self.out_encoding = out_encoding
         self.timer: asyncio.TimerHandle | None = None
@@ -84,12 +87,27 @@ class GrpcCall:
     def on_data(self, data: memoryview, end_stream: bool) -> None:
         if self.closed:
             return
-        if len(data):
+        size = len(data)
+        if size:
+            reader = self.reader
             try:
-                for flag, raw in self.reader.feed(data):
-                    self._message(flag, raw)
+                if (
+                    reader is None
+                    and size >= 5
+                    and int.from_bytes(data[1:5], "big") == size - 5
+                    and size - 5 <= self.proto.max_message_length
+                ):
+                    # The usual case: one DATA payload holds exactly one message.
+                    self._message(data[0], data[5:])
                     if self.closed:
                         return
+                else:
+                    if reader is None:
+                        reader = self.reader = w.MessageReader(self.proto.max_message_length)
+                    for flag, raw in reader.feed(data):
+                        self._message(flag, raw)
+                        if self.closed:
+                            return
             except w.WireError as exc:
                 self.fail(exc.code, exc.message)
                 return
@@ -160,24 +178,31 @@ class GrpcCall:
         self.future = None
         if self.closed or future.cancelled():
             return
+        proto = self.proto
         try:
             result = future.result()
             response = self.finish(result) if self.finish is not None else result
             payload = response if type(response) is bytes else response.SerializeToString()
         except Exception as exc:
             self.fail(*call_status(exc, self.method.name))
-            self.proto.schedule_flush()
+            proto.schedule_flush()
             return
         encoding = self.out_encoding if self.method.infer else None
-        prefix, payload = self._frame(payload, encoding)
-        if prefix is None:
-            self.proto.schedule_flush()
-            return
-        self._close()
+        if encoding is None and len(payload) <= proto.max_message_length:
+            prefix: bytes | None = _pack_prefix(0, len(payload))
+        else:
+            prefix, payload = self._frame(payload, encoding)
+            if prefix is None:
+                proto.schedule_flush()
+                return
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         self.conn.send_response(
             self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
         )
-        self.proto.schedule_flush()
+        proto.schedule_flush()
 
     def _frame(self, payload: bytes, encoding: str | None) -> tuple[bytes | None, bytes]:
         if len(payload) > self.proto.max_message_length:
@@ -197,14 +222,19 @@ class GrpcCall:
             return
         encoding = self.out_encoding
         payload = reply if type(reply) is bytes else reply.SerializeToString()
-        prefix, payload = self._frame(payload, encoding)
-        if prefix is None:
+        proto = self.proto
+        if len(payload) > proto.max_message_length:
+            self._frame(payload, encoding)  # fails the call
             return
+        flag = 0
+        if encoding is not None:
+            payload = w.compress(encoding, payload, proto.compression_level)
+            flag = 1
         if not self.head_sent:
             self.head_sent = True
             self.conn.send_headers(self.stream, w.RESPONSE_HEAD[encoding])
-        self.conn.send_data(self.stream, prefix + payload)
-        self.proto.schedule_flush()
+        self.conn.send_message(self.stream, flag, payload)
+        proto.schedule_flush()
 
     def _stream_idle(self) -> None:
         if not self.closed:

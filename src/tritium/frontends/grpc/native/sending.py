@@ -8,11 +8,15 @@ and calls :meth:`H2Sender._flush_blocked` when the peer opens its windows.
 
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from tritium.frontends.grpc.native import frames as f
 
 _HEADER = f.HEADER
+#: A DATA frame header followed by a gRPC message prefix (compressed flag, length).
+_DATA_MESSAGE = struct.Struct(">HBBBLBL")
+_END_TRAILERS = f.END_HEADERS | f.END_STREAM
 
 
 class Stream:
@@ -102,8 +106,10 @@ class H2Sender:
         if stream.local_closed:
             return
         size = len(prefix) + len(message)
+        tsize = len(trailers)
         if (
             size <= self.peer_max_frame
+            and tsize <= self.peer_max_frame
             and size <= stream.send_window
             and size <= self.send_window
             and not stream.pending
@@ -123,7 +129,8 @@ class H2Sender:
                         _HEADER.pack(size >> 8, size & 0xFF, f.DATA, 0, sid),
                         prefix,
                         message,
-                        f.headers_frames(sid, trailers, True, self.peer_max_frame),
+                        _HEADER.pack(tsize >> 8, tsize & 0xFF, f.HEADERS, _END_TRAILERS, sid),
+                        trailers,
                     )
                 )
             )
@@ -133,6 +140,30 @@ class H2Sender:
         self.send_data(stream, prefix)
         self.send_data(stream, message)
         self.send_trailers(stream, trailers)
+
+    def send_message(self, stream: Stream, flag: int, message: bytes) -> None:
+        """One gRPC message (``flag`` and length prefix, then ``message``) as DATA: one
+        frame appended at once when the windows allow and nothing is queued before it."""
+        if stream.local_closed:
+            return
+        size = len(message) + 5
+        if (
+            size <= self.peer_max_frame
+            and size <= stream.send_window
+            and size <= self.send_window
+            and not stream.pending
+        ):
+            self._last_ping = None
+            self.ping_strikes = 0
+            stream.send_window -= size
+            self.send_window -= size
+            out = self.out
+            out.append(
+                _DATA_MESSAGE.pack(size >> 8, size & 0xFF, f.DATA, 0, stream.id, flag, size - 5)
+            )
+            out.append(message)
+            return
+        self.send_data(stream, _DATA_MESSAGE.pack(0, 0, 0, 0, 0, flag, size - 5)[9:] + message)
 
     def reset_stream(self, stream: Stream, code: int = f.CANCEL) -> None:
         """Abandon a stream from our side (the receiver is not told)."""

@@ -1,0 +1,113 @@
+"""A real worker process driven directly: the exec message reused for a known layout."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tritium.core import InferRequest, InputTensor, RequestedOutput
+from tritium.workers import WorkerProcess
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+CONFIG = {
+    "name": "add_sub",
+    "backend": "python",
+    "max_batch_size": 0,
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+    "output": [
+        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+}
+
+
+def _request(key: object, a: np.ndarray, b: np.ndarray, outputs=("OUTPUT0", "OUTPUT1")) -> InferRequest:
+    request = InferRequest("add_sub", "1", "")
+    request.layout_key = key
+    request.inputs = [
+        InputTensor("INPUT0", "FP32", a.shape, a),
+        InputTensor("INPUT1", "FP32", b.shape, b),
+    ]
+    request.outputs = [RequestedOutput(name, {}) for name in outputs]
+    return request
+
+
+@pytest.fixture
+def worker():
+    async def start() -> WorkerProcess:
+        process = WorkerProcess("add_sub:1")
+        await process.spawn()
+        await process.load(
+            {"model_name": "add_sub", "model_version": "1", "model_dir": str(EXAMPLES / "add_sub"),
+             "config": CONFIG, "auto_complete": False},
+            30,
+        )
+        await process.initialize(
+            {"config": CONFIG, "instance_name": "add_sub_0", "kind": "CPU", "device_id": 0}, 30
+        )
+        return process
+
+    loop = asyncio.new_event_loop()
+    process = loop.run_until_complete(start())
+    yield loop, process
+    loop.run_until_complete(process.stop(5))
+    loop.close()
+
+
+def test_same_layout_reuses_the_message_with_new_data(worker):
+    loop, process = worker
+    key = object()
+
+    async def run():
+        results = []
+        for i in range(5):
+            a = np.full(4, i, np.float32)
+            b = np.arange(4, dtype=np.float32)
+            (response,) = await process.submit([_request(key, a, b)])
+            assert response.error is None
+            out = {t.name: t.data for t in response.outputs}
+            results.append((out["OUTPUT0"], out["OUTPUT1"], a + b, a - b))
+        return results
+
+    for got0, got1, want0, want1 in loop.run_until_complete(run()):
+        np.testing.assert_array_equal(got0, want0)
+        np.testing.assert_array_equal(got1, want1)
+    assert len(process._layouts) == 1
+
+
+def test_same_key_with_other_sizes_is_not_reused(worker):
+    loop, process = worker
+    key = object()
+
+    async def run():
+        first = _request(key, np.ones(4, np.float32), np.ones(4, np.float32))
+        await process.submit([first])
+        # A wrongly shared key with bigger tensors must not reuse the cached offsets
+        # (the model then rejects the shape itself, or computes on all 8 values).
+        a = np.arange(8, dtype=np.float32)
+        (response,) = await process.submit([_request(key, a, a, outputs=("OUTPUT0",))])
+        return response
+
+    response = loop.run_until_complete(run())
+    assert response.error is None
+    np.testing.assert_array_equal(response.outputs[0].data, np.arange(8, dtype=np.float32) * 2)
+
+
+def test_completion_callbacks_run_before_the_loop_turns(worker):
+    loop, process = worker
+    order = []
+
+    async def run():
+        done = process.submit([_request(None, np.ones(4, np.float32), np.ones(4, np.float32))])
+        done.add_done_callback(lambda _: order.append("callback"))
+        await done
+        order.append("awaited")
+
+    loop.run_until_complete(run())
+    assert order == ["callback", "awaited"]
