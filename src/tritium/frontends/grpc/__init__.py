@@ -1,18 +1,14 @@
 """gRPC frontend: Triton's ``GRPCInferenceService`` (protos from tritonclient).
 
 The protocol modules (``infer_codec``, ``messages``, ``status``) are sans-IO and shared
-by transports, and ``calls`` is the method table both transports serve: ``native`` is
+by transports, ``calls`` is the method table both transports serve (its inference calls
+in ``infer_calls``): ``native`` is
 the default HTTP/2 transport; ``servicer`` (method handlers over ``calls``) and
 ``server`` (start-up options) are the grpc.aio reference transport.
 """
 
-from tritium.frontends.grpc.calls import (
-    METHODS,
-    InferStream,
-    Method,
-    call_status,
-    model_stream_infer,
-)
+from tritium.frontends.grpc.calls import METHODS, Method
+from tritium.frontends.grpc.infer_calls import InferStream, call_status, model_stream_infer
 from tritium.frontends.grpc.infer_codec import (
     decode_infer_request,
     encode_infer_response,

@@ -13,23 +13,21 @@ from done callbacks in completion order).
 from __future__ import annotations
 
 import asyncio
-import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
-from google.protobuf.message import DecodeError
 from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
 from tritium.core.errors import NotFound, TritiumError, Unsupported
-from tritium.core.types import InferResponse
-from tritium.frontends.grpc.infer_codec import (
-    decode_infer_request,
-    encode_infer_response,
-    encode_infer_response_bytes,
-    stream_response_bytes,
+from tritium.frontends.grpc import shared_memory
+from tritium.frontends.grpc.infer_calls import (
+    Finish,
+    begin_infer,
+    begin_infer_bytes,
+    model_infer,
+    model_stream_infer,
 )
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.messages import (
@@ -38,10 +36,7 @@ from tritium.frontends.grpc.messages import (
     model_statistics_response,
     server_metadata_response,
 )
-from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import Service
-
-logger = logging.getLogger("tritium.frontends.grpc")
 
 SERVICE = "inference.GRPCInferenceService"
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -49,8 +44,6 @@ HEALTH_SERVICE = "grpc.health.v1.Health"
 UNARY = "unary"
 STREAM = "stream"
 
-#: ``finish(result)`` turns the scheduler's result into the response message.
-Finish = Callable[[Any], Any]
 BeginBytes = Callable[[Service, RequestPlans, Any], tuple[asyncio.Future, Finish]]
 
 
@@ -75,17 +68,6 @@ class Method:
     begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None
     infer: bool = False
     begin_bytes: BeginBytes | None = None
-
-
-def call_status(exc: BaseException, what: str) -> tuple[int, str]:
-    """(gRPC status code, client-safe message) for an exception raised by a handler.
-
-    Unexpected exceptions are logged with their traceback and answer INTERNAL without it.
-    """
-    if isinstance(exc, TritiumError):
-        return grpc_status_for(exc), exc.message
-    logger.error("unexpected error in %s", what, exc_info=exc)
-    return INTERNAL, f"internal error in {what}"
 
 
 # --------------------------------------------------------------------- health
@@ -137,197 +119,6 @@ async def _model_statistics(service: Service, request: Any) -> Any:
     return model_statistics_response(service.model_statistics(request.name, request.version))
 
 
-# ---------------------------------------------------------------------- infer
-
-
-def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
-    if response.error is not None:
-        raise response.error
-    return encode_infer_response(response, request_id)
-
-
-def begin_infer(
-    service: Service, message: service_pb2.ModelInferRequest
-) -> tuple[asyncio.Future, Finish]:
-    """Decode and submit one ModelInfer request now (raises core errors at once).
-
-    Cancelling the returned future drops the request if it is still queued.
-    """
-    request = decode_infer_request(message)
-    future = service.submit(request)
-    request_id = request.id
-    return future, lambda response: _finish_infer(request_id, response)
-
-
-def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes:
-    if response.error is not None:
-        raise response.error
-    return encode_infer_response_bytes(response, request_id)
-
-
-def begin_infer_bytes(
-    service: Service, plans: RequestPlans, data: bytes | memoryview
-) -> tuple[asyncio.Future, Finish]:
-    """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
-    response. Malformed bytes raise protobuf's ``DecodeError``."""
-    request = plans.decode(data)
-    return service.submit(request), partial(_finish_infer_bytes, request.id)
-
-
-async def _model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
-    future, finish = begin_infer(service, message)
-    return finish(await future)
-
-
-def stream_error(message: Any, text: str) -> service_pb2.ModelStreamInferResponse:
-    """A stream reply for a failed request (a ``ModelInferRequest`` or the core request
-    decoded from it): the id and model let a client match it."""
-    return service_pb2.ModelStreamInferResponse(
-        error_message=text,
-        infer_response=service_pb2.ModelInferResponse(
-            model_name=message.model_name, model_version=message.model_version, id=message.id
-        ),
-    )
-
-
-class InferStream:
-    """One ModelStreamInfer call: every request is submitted as it arrives and answered
-    by ``emit(reply)`` in completion order; a failed request answers ``error_message``
-    and the stream goes on.
-
-    ``on_idle`` (when set) is called each time the last pending request completes, so a
-    transport can end the call once the client has half-closed and nothing is pending.
-
-    With ``plans``, :meth:`push_bytes` takes serialised requests and the replies of
-    successful requests are emitted serialised (``bytes``).
-    """
-
-    __slots__ = ("_service", "_emit", "_plans", "_pending", "on_idle", "closed")
-
-    def __init__(
-        self,
-        service: Service,
-        emit: Callable[[Any], None],
-        plans: RequestPlans | None = None,
-    ) -> None:
-        self._service = service
-        self._emit = emit
-        self._plans = plans
-        self._pending: set[asyncio.Future] = set()
-        self.on_idle: Callable[[], None] | None = None
-        self.closed = False
-
-    @property
-    def pending(self) -> int:
-        """Requests submitted and not answered yet."""
-        return len(self._pending)
-
-    def push(self, message: service_pb2.ModelInferRequest) -> None:
-        """Submit one request; its reply is emitted when it completes."""
-        try:
-            future, finish = begin_infer(self._service, message)
-        except Exception as exc:
-            self._emit(_stream_failure(message, exc))
-            return
-        self._pending.add(future)
-        future.add_done_callback(lambda done: self._done(message, finish, done))
-
-    def push_bytes(self, data: bytes | memoryview) -> None:
-        """Submit one serialised request (needs ``plans``); malformed bytes raise
-        protobuf's ``DecodeError``."""
-        try:
-            request = self._plans.decode(data)  # type: ignore[union-attr]
-        except DecodeError:
-            raise
-        except Exception as exc:
-            # The reply names the request's model and id.
-            self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
-            return
-        try:
-            future = self._service.submit(request)
-        except Exception as exc:
-            self._emit(_stream_failure(request, exc))
-            return
-        self._pending.add(future)
-        future.add_done_callback(partial(self._done_bytes, request))
-
-    def _done_bytes(self, request: Any, done: asyncio.Future) -> None:
-        """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""
-        self._pending.discard(done)
-        if self.closed or done.cancelled():
-            return
-        try:
-            response = done.result()
-            if response.error is not None:
-                raise response.error
-            reply: Any = stream_response_bytes(encode_infer_response_bytes(response, request.id))
-        except Exception as exc:
-            reply = _stream_failure(request, exc)
-        self._emit(reply)
-        if not self._pending and self.on_idle is not None:
-            self.on_idle()
-
-    def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
-        self._pending.discard(done)
-        if self.closed or done.cancelled():
-            return
-        try:
-            result = finish(done.result())
-            if type(result) is bytes:
-                reply: Any = stream_response_bytes(result)
-            else:
-                reply = service_pb2.ModelStreamInferResponse(infer_response=result)
-        except Exception as exc:
-            reply = _stream_failure(message, exc)
-        self._emit(reply)
-        if not self._pending and self.on_idle is not None:
-            self.on_idle()
-
-    def cancel(self) -> None:
-        """Drop every pending request (the client went away); nothing more is emitted."""
-        self.closed = True
-        for future in list(self._pending):
-            future.cancel()
-        self._pending.clear()
-
-
-def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStreamInferResponse:
-    _, text = call_status(exc, "stream inference")
-    return stream_error(message, text)
-
-
-async def model_stream_infer(
-    service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
-) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
-    """ModelStreamInfer over async iterators (for transports that hand out iterators)."""
-    replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
-    stream = InferStream(service, replies.put_nowait)
-    finished = asyncio.get_running_loop().create_future()
-
-    def idle() -> None:
-        if not finished.done():
-            finished.set_result(None)
-
-    async def read() -> None:
-        try:
-            async for message in requests:
-                stream.push(message)
-            if stream.pending:
-                stream.on_idle = idle
-                await finished
-        finally:
-            replies.put_nowait(None)
-
-    reader = asyncio.ensure_future(read())
-    try:
-        while (reply := await replies.get()) is not None:
-            yield reply
-        await reader  # surfaces a broken request stream
-    finally:
-        reader.cancel()
-        stream.cancel()
-
-
 # ------------------------------------------------------------ not served (yet)
 
 
@@ -339,13 +130,7 @@ def _unsupported(what: str) -> Callable[[Service, Any], Awaitable[Any]]:
 
 
 def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
-    """System and CUDA shared memory, served by ``shared_memory`` (the same functions
-    both transports call); answered UNIMPLEMENTED when that module is absent."""
-    try:
-        from tritium.frontends.grpc import shared_memory
-    except ImportError:
-        what = "CUDA shared memory" if name.startswith("Cuda") else "system shared memory"
-        return _unsupported(f"{what} ({name})")
+    """System and CUDA shared memory, served by ``shared_memory``."""
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
     return getattr(shared_memory, snake)
 
@@ -382,7 +167,7 @@ def _table() -> dict[str, Method]:
         _method(
             "ModelInfer",
             pb.ModelInferRequest,
-            _model_infer,
+            model_infer,
             begin=begin_infer,
             infer=True,
             begin_bytes=begin_infer_bytes,

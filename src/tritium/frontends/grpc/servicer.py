@@ -14,7 +14,8 @@ from typing import Any, NoReturn
 
 import grpc
 
-from tritium.frontends.grpc.calls import METHODS, STREAM, Method, call_status
+from tritium.frontends.grpc.calls import METHODS, STREAM, Method
+from tritium.frontends.grpc.infer_calls import call_status
 from tritium.service import Service
 
 _STATUS_BY_VALUE: dict[int, grpc.StatusCode] = {s.value[0]: s for s in grpc.StatusCode}

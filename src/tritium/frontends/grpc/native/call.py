@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
-from tritium.frontends.grpc.calls import METHODS, STREAM, InferStream, Method, call_status
+from tritium.frontends.grpc.calls import METHODS, STREAM, Method
+from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
 

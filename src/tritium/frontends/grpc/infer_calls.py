@@ -1,0 +1,235 @@
+"""Inference calls of the gRPC service, independent of any transport: ModelInfer
+(submit now, finish from the scheduler's done callback) and ModelStreamInfer (one
+submission per request, replies emitted in completion order), plus the one mapping of
+handler exceptions to gRPC statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from typing import Any
+
+from google.protobuf.message import DecodeError
+from tritonclient.grpc import service_pb2
+
+from tritium.core.errors import TritiumError
+from tritium.core.types import InferResponse
+from tritium.frontends.grpc.infer_codec import (
+    decode_infer_request,
+    encode_infer_response,
+    encode_infer_response_bytes,
+    stream_response_bytes,
+)
+from tritium.frontends.grpc.infer_plans import RequestPlans
+from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
+from tritium.service import Service
+
+logger = logging.getLogger("tritium.frontends.grpc")
+
+#: ``finish(result)`` turns the scheduler's result into the response message.
+Finish = Callable[[Any], Any]
+
+
+def call_status(exc: BaseException, what: str) -> tuple[int, str]:
+    """(gRPC status code, client-safe message) for an exception raised by a handler.
+
+    Unexpected exceptions are logged with their traceback and answer INTERNAL without it.
+    """
+    if isinstance(exc, TritiumError):
+        return grpc_status_for(exc), exc.message
+    logger.error("unexpected error in %s", what, exc_info=exc)
+    return INTERNAL, f"internal error in {what}"
+
+
+# ---------------------------------------------------------------------- infer
+
+
+def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
+    if response.error is not None:
+        raise response.error
+    return encode_infer_response(response, request_id)
+
+
+def begin_infer(
+    service: Service, message: service_pb2.ModelInferRequest
+) -> tuple[asyncio.Future, Finish]:
+    """Decode and submit one ModelInfer request now (raises core errors at once).
+
+    Cancelling the returned future drops the request if it is still queued.
+    """
+    request = decode_infer_request(message)
+    future = service.submit(request)
+    request_id = request.id
+    return future, lambda response: _finish_infer(request_id, response)
+
+
+def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes:
+    if response.error is not None:
+        raise response.error
+    return encode_infer_response_bytes(response, request_id)
+
+
+def begin_infer_bytes(
+    service: Service, plans: RequestPlans, data: bytes | memoryview
+) -> tuple[asyncio.Future, Finish]:
+    """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
+    response. Malformed bytes raise protobuf's ``DecodeError``."""
+    request = plans.decode(data)
+    return service.submit(request), partial(_finish_infer_bytes, request.id)
+
+
+async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
+    future, finish = begin_infer(service, message)
+    return finish(await future)
+
+
+def stream_error(message: Any, text: str) -> service_pb2.ModelStreamInferResponse:
+    """A stream reply for a failed request (a ``ModelInferRequest`` or the core request
+    decoded from it): the id and model let a client match it."""
+    return service_pb2.ModelStreamInferResponse(
+        error_message=text,
+        infer_response=service_pb2.ModelInferResponse(
+            model_name=message.model_name, model_version=message.model_version, id=message.id
+        ),
+    )
+
+
+class InferStream:
+    """One ModelStreamInfer call: every request is submitted as it arrives and answered
+    by ``emit(reply)`` in completion order; a failed request answers ``error_message``
+    and the stream goes on.
+
+    ``on_idle`` (when set) is called each time the last pending request completes, so a
+    transport can end the call once the client has half-closed and nothing is pending.
+
+    With ``plans``, :meth:`push_bytes` takes serialised requests and the replies of
+    successful requests are emitted serialised (``bytes``).
+    """
+
+    __slots__ = ("_service", "_emit", "_plans", "_pending", "on_idle", "closed")
+
+    def __init__(
+        self,
+        service: Service,
+        emit: Callable[[Any], None],
+        plans: RequestPlans | None = None,
+    ) -> None:
+        self._service = service
+        self._emit = emit
+        self._plans = plans
+        self._pending: set[asyncio.Future] = set()
+        self.on_idle: Callable[[], None] | None = None
+        self.closed = False
+
+    @property
+    def pending(self) -> int:
+        """Requests submitted and not answered yet."""
+        return len(self._pending)
+
+    def push(self, message: service_pb2.ModelInferRequest) -> None:
+        """Submit one request; its reply is emitted when it completes."""
+        try:
+            future, finish = begin_infer(self._service, message)
+        except Exception as exc:
+            self._emit(_stream_failure(message, exc))
+            return
+        self._pending.add(future)
+        future.add_done_callback(lambda done: self._done(message, finish, done))
+
+    def push_bytes(self, data: bytes | memoryview) -> None:
+        """Submit one serialised request (needs ``plans``); malformed bytes raise
+        protobuf's ``DecodeError``."""
+        try:
+            request = self._plans.decode(data)  # type: ignore[union-attr]
+        except DecodeError:
+            raise
+        except Exception as exc:
+            # The reply names the request's model and id.
+            self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
+            return
+        try:
+            future = self._service.submit(request)
+        except Exception as exc:
+            self._emit(_stream_failure(request, exc))
+            return
+        self._pending.add(future)
+        future.add_done_callback(partial(self._done_bytes, request))
+
+    def _done_bytes(self, request: Any, done: asyncio.Future) -> None:
+        """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""
+        self._pending.discard(done)
+        if self.closed or done.cancelled():
+            return
+        try:
+            response = done.result()
+            if response.error is not None:
+                raise response.error
+            reply: Any = stream_response_bytes(encode_infer_response_bytes(response, request.id))
+        except Exception as exc:
+            reply = _stream_failure(request, exc)
+        self._emit(reply)
+        if not self._pending and self.on_idle is not None:
+            self.on_idle()
+
+    def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
+        self._pending.discard(done)
+        if self.closed or done.cancelled():
+            return
+        try:
+            result = finish(done.result())
+            if type(result) is bytes:
+                reply: Any = stream_response_bytes(result)
+            else:
+                reply = service_pb2.ModelStreamInferResponse(infer_response=result)
+        except Exception as exc:
+            reply = _stream_failure(message, exc)
+        self._emit(reply)
+        if not self._pending and self.on_idle is not None:
+            self.on_idle()
+
+    def cancel(self) -> None:
+        """Drop every pending request (the client went away); nothing more is emitted."""
+        self.closed = True
+        for future in list(self._pending):
+            future.cancel()
+        self._pending.clear()
+
+
+def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStreamInferResponse:
+    _, text = call_status(exc, "stream inference")
+    return stream_error(message, text)
+
+
+async def model_stream_infer(
+    service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
+) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
+    """ModelStreamInfer over async iterators (for transports that hand out iterators)."""
+    replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
+    stream = InferStream(service, replies.put_nowait)
+    finished = asyncio.get_running_loop().create_future()
+
+    def idle() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    async def read() -> None:
+        try:
+            async for message in requests:
+                stream.push(message)
+            if stream.pending:
+                stream.on_idle = idle
+                await finished
+        finally:
+            replies.put_nowait(None)
+
+    reader = asyncio.ensure_future(read())
+    try:
+        while (reply := await replies.get()) is not None:
+            yield reply
+        await reader  # surfaces a broken request stream
+    finally:
+        reader.cancel()
+        stream.cancel()
