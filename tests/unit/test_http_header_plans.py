@@ -78,3 +78,84 @@ def test_validation_is_reused_only_for_the_same_layout():
         request, _ = decode_infer_request("m", "", too_big, m)
         with pytest.raises(InvalidArgument, match="batch-size must be <= 4"):
             sig.validate(request)
+
+
+def _shm_header(region: str) -> bytes:
+    return json.dumps(
+        {
+            "id": "s",
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "shape": [4],
+                    "datatype": "FP32",
+                    "parameters": {"shared_memory_region": region, "shared_memory_byte_size": 16},
+                },
+                {
+                    "name": "INPUT1",
+                    "shape": [4],
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": 16},
+                },
+            ],
+            "outputs": [
+                {
+                    "name": "OUTPUT0",
+                    "parameters": {"shared_memory_region": region, "shared_memory_byte_size": 16},
+                }
+            ],
+        }
+    ).encode()
+
+
+def test_shared_memory_requests_are_planned_like_the_slow_decode():
+    from tritium.frontends.http import infer_decode
+
+    header = _shm_header("r1")
+    body = header + np.arange(4, dtype=np.float32).tobytes()
+    first, _ = decode_infer_request("add_sub", "", body, len(header))
+    assert infer_decode._PLANS.get(header) is not None
+    second, prefs = decode_infer_request("add_sub", "", body, len(header))
+    for request in (first, second):
+        assert request.shared_memory
+        shm_input, binary_input = request.inputs
+        assert shm_input.parameters == {"shared_memory_region": "r1", "shared_memory_byte_size": 16}
+        assert shm_input.data.size == 0
+        assert binary_input.data.tolist() == [0, 1, 2, 3]
+        assert request.outputs[0].parameters["shared_memory_region"] == "r1"
+    assert prefs.by_name["OUTPUT0"].shared_memory
+    # Fresh parameter dicts per request: the service may annotate them.
+    assert second.inputs[0].parameters is not first.inputs[0].parameters
+    assert second.outputs[0].parameters is not first.outputs[0].parameters
+
+
+def test_an_all_shared_memory_body_without_binary_data_is_planned():
+    from tritium.frontends.http import infer_decode
+
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": name,
+                    "shape": [4],
+                    "datatype": "FP32",
+                    "parameters": {"shared_memory_region": "r2", "shared_memory_byte_size": 16},
+                }
+                for name in ("INPUT0", "INPUT1")
+            ]
+        }
+    ).encode()
+    decode_infer_request("add_sub", "", header, len(header))
+    assert infer_decode._PLANS.get(header) is not None
+    request, _ = decode_infer_request("add_sub", "", header, len(header))
+    assert request.shared_memory and [t.data.size for t in request.inputs] == [0, 0]
+
+
+def test_json_data_requests_are_still_not_planned():
+    from tritium.frontends.http import infer_decode
+
+    header = json.dumps(
+        {"inputs": [{"name": "INPUT0", "shape": [1], "datatype": "FP32", "data": [1.5]}]}
+    ).encode()
+    decode_infer_request("add_sub", "", header, len(header))
+    assert infer_decode._PLANS.get(header) is None

@@ -410,17 +410,21 @@ def test_grpc_encode_keeps_an_empty_raw_entry_for_shm_outputs():
     assert list(message.raw_output_contents) == [b"", np.array([2], "<i4").tobytes()]
 
 
-def test_http_decode_marks_shm_requests_and_never_caches_their_header():
+def test_http_decode_marks_shm_requests_also_when_their_header_plan_is_reused():
     header = (
         b'{"inputs":[{"name":"A","datatype":"FP32","shape":[1],"parameters":'
         b'{"shared_memory_region":"r","shared_memory_byte_size":4}},'
         b'{"name":"B","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]}'
     )
     body = header + b"\0" * 4
+    keys = []
     for _ in range(3):
         request, _ = http_decode("m", "", body, len(header))
         assert request.shared_memory
-        assert request.layout_key is None  # no header plan was made or used
+        assert request.inputs[0].parameters["shared_memory_region"] == "r"
+        keys.append(request.layout_key)
+    # The first decode makes the plan; the next ones are built from it.
+    assert keys[0] is None and keys[1] is not None and keys[2] is keys[1]
     plain = b'{"inputs":[{"name":"B","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}]}'
     request, _ = http_decode("m", "", plain + b"\0" * 4, len(plain))
     assert not request.shared_memory

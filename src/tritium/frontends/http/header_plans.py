@@ -4,7 +4,9 @@ Clients send the same JSON header again and again (same names, types, shapes and
 only the binary data changes), so the decoded form of a header is kept, keyed by the
 header's exact bytes. A hit skips JSON parsing and every header check (they were passed
 when the plan was made) and rebuilds fresh request objects; only the binary data is read
-anew. Headers with JSON data, shared-memory inputs or classification are never cached.
+anew. Inputs and outputs in shared-memory regions are planned too (the service reads and
+checks the regions for every request). Headers with JSON data or classification are never
+cached.
 The cache is a small bounded LRU.
 """
 
@@ -20,6 +22,11 @@ from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedO
 
 MAX_PLANS = 256
 MAX_HEADER = 16 * 1024
+#: ``sizes`` entry of an input whose data lives in a shared-memory region.
+SHM_INPUT = -1
+# Placeholder data of inputs in shared memory (the service fills them from the region).
+_NO_DATA = np.empty(0, dtype=np.uint8)
+_NO_DATA.flags.writeable = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +38,7 @@ class InputPlan:
     size: int
     parameters: Parameters
     dtype: np.dtype | None  # None for BYTES, whose content must be checked every time
+    shm: bool = False  # the data is in a shared-memory region named by ``parameters``
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # identity hash: the plan is the layout key
@@ -45,6 +53,7 @@ class HeaderPlan:
     outputs: tuple[tuple[str, Parameters], ...] | None
     binary_total: int
     prefs: object  # OutputPrefs, shared read-only by every request made from the plan
+    shared_memory: bool = False  # some input or output names a shared-memory region
 
     def request(self, model_name: str, model_version: str) -> InferRequest:
         request = InferRequest(model_name, model_version, self.request_id)
@@ -54,6 +63,7 @@ class HeaderPlan:
         request.flags = self.flags
         request.priority = self.priority
         request.timeout_us = self.timeout_us
+        request.shared_memory = self.shared_memory
         if self.parameters:
             request.parameters = dict(self.parameters)
         if self.outputs is not None:
@@ -84,16 +94,18 @@ class HeaderPlans:
 def plan_from(
     request: InferRequest, sizes: list[int], counts: list[int], prefs: object
 ) -> HeaderPlan:
-    """The plan of a request that was just decoded the slow way (all inputs binary)."""
+    """The plan of a request that was just decoded the slow way (every input binary or
+    in shared memory: ``sizes`` holds its byte size, or ``SHM_INPUT``)."""
     inputs = tuple(
         InputPlan(
             t.name,
             t.datatype,
             t.shape,
             count,
-            size,
+            max(size, 0),
             dict(t.parameters),
             None if t.datatype == "BYTES" else datatypes.raw_dtype(t.datatype),
+            size == SHM_INPUT,
         )
         for t, size, count in zip(request.inputs, sizes, counts)
     )
@@ -111,8 +123,9 @@ def plan_from(
         dict(request.parameters),
         inputs,
         outputs,
-        sum(sizes),
+        sum(size for size in sizes if size > 0),
         prefs,
+        request.shared_memory,
     )
 
 
@@ -120,6 +133,11 @@ def inputs_from(plan: HeaderPlan, model: str, body: memoryview, offset: int) -> 
     """Fresh input tensors over ``body``'s binary data, laid out as the plan says."""
     tensors = []
     for spec in plan.inputs:
+        if spec.shm:
+            tensors.append(
+                InputTensor(spec.name, spec.datatype, spec.shape, _NO_DATA, dict(spec.parameters))
+            )
+            continue
         chunk = body[offset : offset + spec.size]
         offset += spec.size
         if spec.dtype is None:

@@ -25,6 +25,7 @@ from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferRequest, InputTensor, RequestedOutput
 from tritium.frontends.http.header_plans import (
     MAX_HEADER,
+    SHM_INPUT,
     HeaderPlans,
     inputs_from,
     plan_from,
@@ -314,6 +315,8 @@ def _decode_inputs(
             # The service owns shared-memory regions; it fills ``data`` from them.
             tensor = InputTensor(name, datatype, shape, _EMPTY, extra)
             request.shared_memory = True
+            if binary_sizes is not None:
+                binary_sizes.append(SHM_INPUT)
         else:
             data = decode_json_data(name, model, datatype, shape, count, inp["data"])
             tensor = InputTensor(name, datatype, shape, data, extra)
@@ -347,7 +350,7 @@ def decode_infer_request(
     model_name: str, model_version: str, body: bytes, header_length: int
 ) -> tuple[InferRequest, OutputPrefs]:
     """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``."""
-    cacheable = header_length < len(body) and header_length <= MAX_HEADER
+    cacheable = header_length <= MAX_HEADER
     if cacheable:
         header = body[:header_length]
         plan = _PLANS.get(header)
@@ -363,10 +366,8 @@ def decode_infer_request(
     if (
         cacheable
         and not prefs.wants_classification
-        and not request.shared_memory
-        and len(sizes) == len(request.inputs)
-        and header_length + sum(sizes) == len(body)
-        and not any(o.shared_memory for o in prefs.by_name.values())
+        and len(sizes) == len(request.inputs)  # no input with JSON data
+        and header_length + sum(size for size in sizes if size > 0) == len(body)
     ):
         counts = [datatypes.element_count(t.shape) for t in request.inputs]
         _PLANS.put(header, plan_from(request, sizes, counts, prefs))
