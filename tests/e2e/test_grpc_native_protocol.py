@@ -243,7 +243,8 @@ def test_client_reset_cancels_the_work(server):
         request.inputs.add(name="TAG", datatype="BYTES", shape=[1])
         request.raw_input_contents.append(b"\x07\0\0\0rstnat1")
         sid = client.start("ModelInfer", _framed(request))
-        time.sleep(1.0)  # let it reach the model (a queued request would just be dropped)
+        # Reset only once the model runs it (a queued request would just be dropped).
+        assert server.wait_for_log(r"cancellable rstnat1 started", timeout=15)
         client.conn.reset_stream(sid, f.CANCEL)
         client.flush()
         assert server.wait_for_log(r"cancellable rstnat1 cancelled=True", timeout=15)

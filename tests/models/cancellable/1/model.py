@@ -10,6 +10,8 @@ class TritonPythonModel:
     def execute(self, requests):
         request = requests[0]
         tag = pb_utils.get_input_tensor_by_name(request, "TAG").as_numpy()[0].decode()
+        # Tests wait for this line instead of guessing when the request reached the model.
+        print(f"cancellable {tag} started", flush=True)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not request.is_cancelled():
             time.sleep(0.01)
