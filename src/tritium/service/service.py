@@ -141,25 +141,7 @@ class Service:
         if self.stopping:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
-        if request.shared_memory:
-            return self._submit_shm(loaded, request)
-        loaded.signature.validate(request)
-        request.arrival_ns = now_ns()
-        try:
-            done = loaded.scheduler.submit(request)
-        except TritiumError:
-            loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
-            raise
-        done.add_done_callback(partial(_finish, loaded, request))
-        return done
-
-    def _submit_shm(
-        self, loaded: LoadedVersion, request: InferRequest
-    ) -> asyncio.Future[InferResponse]:
-        """``submit`` for a request that names shared-memory regions."""
-        if not self.allow_client_shm:
-            raise Unsupported(SHM_DISABLED)
-        used = attach_request(self.shared_memory, request)
+        used = self._attach_shared_memory(request) if request.shared_memory else None
         try:
             loaded.signature.validate(request)
             request.arrival_ns = now_ns()
@@ -169,13 +151,21 @@ class Service:
                 loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
                 raise
         except BaseException:
-            used.lease.release()
+            if used is not None:
+                used.lease.release()
             raise
-        # Registered before the frontend's callback, so outputs are in place (or the
-        # response carries the error) when the frontend encodes.
-        done.add_done_callback(partial(_finish_shm, used))
+        if used is not None:
+            # Registered before the frontend's callback, so outputs are in place (or the
+            # response carries the error) when the frontend encodes.
+            done.add_done_callback(partial(_finish_shm, used))
         done.add_done_callback(partial(_finish, loaded, request))
         return done
+
+    def _attach_shared_memory(self, request: InferRequest) -> RequestRegions:
+        """Read the request's shared-memory inputs and lease its regions."""
+        if not self.allow_client_shm:
+            raise Unsupported(SHM_DISABLED)
+        return attach_request(self.shared_memory, request)
 
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.submit(request)
