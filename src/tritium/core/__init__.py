@@ -20,6 +20,7 @@ from tritium.core.types import (
     OutputTensor,
     Parameters,
     RequestedOutput,
+    RequestSettings,
 )
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "OutputTensor",
     "Parameters",
     "RequestedOutput",
+    "RequestSettings",
     "TritiumError",
     "Unavailable",
     "UnknownError",

@@ -85,3 +85,49 @@ class InferResponse:
     outputs: list[OutputTensor] = field(default_factory=list)
     parameters: Parameters = field(default_factory=dict)
     error: TritiumError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSettings:
+    """Everything of a decoded request but its model, id and tensors.
+
+    The frontends' plan caches keep these for a request header they have decoded once, and
+    give them to each new request with the same header.
+    """
+
+    correlation_id: int | str
+    flags: int
+    priority: int
+    timeout_us: int
+    parameters: Parameters
+    outputs: tuple[tuple[str, Parameters], ...] | None
+    shared_memory: bool
+
+    @classmethod
+    def of(cls, request: InferRequest) -> RequestSettings:
+        outputs = (
+            None
+            if request.outputs is None
+            else tuple((o.name, dict(o.parameters)) for o in request.outputs)
+        )
+        return cls(
+            request.correlation_id,
+            request.flags,
+            request.priority,
+            request.timeout_us,
+            dict(request.parameters),
+            outputs,
+            request.shared_memory,
+        )
+
+    def apply(self, request: InferRequest) -> None:
+        """Give ``request`` these settings, in fresh dicts (the service may annotate them)."""
+        request.correlation_id = self.correlation_id
+        request.flags = self.flags
+        request.priority = self.priority
+        request.timeout_us = self.timeout_us
+        request.shared_memory = self.shared_memory
+        if self.parameters:
+            request.parameters = dict(self.parameters)
+        if self.outputs is not None:
+            request.outputs = [RequestedOutput(name, dict(p)) for name, p in self.outputs]

@@ -24,7 +24,7 @@ import numpy as np
 from tritonclient.grpc import service_pb2
 
 from tritium.core import datatypes
-from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedOutput
+from tritium.core.types import InferRequest, InputTensor, Parameters, RequestSettings
 from tritium.frontends.grpc.infer_codec import decode_infer_request
 
 MAX_PLANS = 256
@@ -58,14 +58,8 @@ class RequestPlan:
 
     model_name: str
     model_version: str
-    correlation_id: int | str
-    flags: int
-    priority: int
-    timeout_us: int
-    parameters: Parameters
+    settings: RequestSettings
     inputs: tuple[_InputPlan, ...]
-    outputs: tuple[tuple[str, Parameters], ...] | None
-    shared_memory: bool
     raw_count: int
 
     def build(self, request_id: str, raws: list[memoryview]) -> InferRequest | None:
@@ -102,15 +96,7 @@ class RequestPlan:
             )
         request = InferRequest(self.model_name, self.model_version, request_id, tensors)
         request.layout_key = self
-        request.correlation_id = self.correlation_id
-        request.flags = self.flags
-        request.priority = self.priority
-        request.timeout_us = self.timeout_us
-        request.shared_memory = self.shared_memory
-        if self.parameters:
-            request.parameters = dict(self.parameters)
-        if self.outputs is not None:
-            request.outputs = [RequestedOutput(name, dict(p)) for name, p in self.outputs]
+        self.settings.apply(request)
         return request
 
 
@@ -197,22 +183,11 @@ def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
                 tensor.name, datatype, tensor.shape, count, size, dtype, tensor.parameters, False
             )
         )
-    outputs = (
-        None
-        if request.outputs is None
-        else tuple((out.name, out.parameters) for out in request.outputs)
-    )
     return RequestPlan(
         request.model_name,
         request.model_version,
-        request.correlation_id,
-        request.flags,
-        request.priority,
-        request.timeout_us,
-        request.parameters,
+        RequestSettings.of(request),
         tuple(inputs),
-        outputs,
-        request.shared_memory,
         raw_count,
     )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tritium.core import datatypes
-from tritium.core.types import InferRequest, InputTensor, Parameters, RequestedOutput
+from tritium.core.types import InferRequest, InputTensor, Parameters, RequestSettings
 
 MAX_PLANS = 256
 MAX_HEADER = 16 * 1024
@@ -44,30 +44,16 @@ class InputPlan:
 @dataclass(frozen=True, slots=True, eq=False)  # identity hash: the plan is the layout key
 class HeaderPlan:
     request_id: str
-    correlation_id: int | str
-    flags: int
-    priority: int
-    timeout_us: int
-    parameters: Parameters
+    settings: RequestSettings
     inputs: tuple[InputPlan, ...]
-    outputs: tuple[tuple[str, Parameters], ...] | None
     binary_total: int
     prefs: object  # OutputPrefs, shared read-only by every request made from the plan
-    shared_memory: bool = False  # some input or output names a shared-memory region
 
     def request(self, model_name: str, model_version: str) -> InferRequest:
         request = InferRequest(model_name, model_version, self.request_id)
         # The exact header identifies the tensor layout, so validation can be reused.
         request.layout_key = self
-        request.correlation_id = self.correlation_id
-        request.flags = self.flags
-        request.priority = self.priority
-        request.timeout_us = self.timeout_us
-        request.shared_memory = self.shared_memory
-        if self.parameters:
-            request.parameters = dict(self.parameters)
-        if self.outputs is not None:
-            request.outputs = [RequestedOutput(name, dict(p)) for name, p in self.outputs]
+        self.settings.apply(request)
         return request
 
 
@@ -109,23 +95,12 @@ def plan_from(
         )
         for t, size, count in zip(request.inputs, sizes, counts)
     )
-    outputs = (
-        None
-        if request.outputs is None
-        else tuple((o.name, dict(o.parameters)) for o in request.outputs)
-    )
     return HeaderPlan(
         request.id,
-        request.correlation_id,
-        request.flags,
-        request.priority,
-        request.timeout_us,
-        dict(request.parameters),
+        RequestSettings.of(request),
         inputs,
-        outputs,
         sum(size for size in sizes if size > 0),
         prefs,
-        request.shared_memory,
     )
 
 
