@@ -16,37 +16,20 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import sys
 import time
 from pathlib import Path
+
+# Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import uvloop
 
+from bench.add_sub import CONFIG, LOAD_SPEC  # noqa: E402
 from tritium.core import InferRequest, InputTensor, RequestedOutput
 from tritium.scheduling import DefaultScheduler
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
-
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
-CONFIG = {
-    "name": "add_sub",
-    "backend": "python",
-    "max_batch_size": 0,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-}
-LOAD_SPEC = {
-    "model_name": "add_sub",
-    "model_version": "1",
-    "model_dir": str(EXAMPLES / "add_sub"),
-    "config": CONFIG,
-    "auto_complete": False,
-}
 
 
 async def _start(instance: ModelInstance) -> WorkerProcess:

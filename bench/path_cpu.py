@@ -16,73 +16,21 @@ import asyncio
 import cProfile
 import json
 import pstats
+import sys
 import time
+from pathlib import Path
+
+# Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np
 import uvloop
 
-from tritium.core import InferResponse, OutputTensor
-from tritium.core.statistics import ModelStatistics
+from bench.add_sub import InstantModels  # noqa: E402
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
-from tritium.scheduling import DefaultScheduler
-from tritium.service.model_io import signature_from_config
 from tritium.service.service import Service
-
-CONFIG = {
-    "name": "add_sub",
-    "max_batch_size": 0,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-}
-
-
-class InstantInstance:
-    """A runner that computes add_sub in process and completes immediately."""
-
-    name = "add_sub_0"
-    running = True
-
-    def submit(self, batch):
-        done = asyncio.get_running_loop().create_future()
-        request = batch[0]
-        a, b = request.inputs[0].data, request.inputs[1].data
-        outputs = [OutputTensor("OUTPUT0", "FP32", (4,), a + b), OutputTensor("OUTPUT1", "FP32", (4,), a - b)]
-        done.set_result([InferResponse(request.model_name, "1", request.id, outputs)])
-        return done
-
-    def cancel(self, request) -> None: ...
-
-    def when_ready(self, callback) -> None:
-        callback()
-
-    def on_restart_failure(self, callback) -> None: ...
-
-
-class _Loaded:
-    name = "add_sub"
-    version_str = "1"
-    config = CONFIG
-
-    def __init__(self) -> None:
-        self.signature = signature_from_config(CONFIG)
-        self.scheduler = DefaultScheduler([InstantInstance()])
-        self.stats = ModelStatistics()
-
-
-class _Models:
-    def __init__(self) -> None:
-        self.loaded = _Loaded()
-
-    def get(self, name: str, version: str) -> _Loaded:
-        return self.loaded
 
 
 class _Transport:
@@ -129,7 +77,7 @@ def _request_bytes() -> bytes:
 
 
 async def _run(requests: int, profile: bool) -> None:
-    service = Service(_Models())  # type: ignore[arg-type]
+    service = Service(InstantModels())  # type: ignore[arg-type]
     service.started = True
     router = Router()
     KServeRoutes(service, 1 << 26).register(router)

@@ -14,36 +14,23 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import sys
 import time
 from pathlib import Path
 
+# Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import numpy as np
 
+from bench.add_sub import CONFIG, LOAD_SPEC  # noqa: E402
 from tritium.backends.python.model_host import ModelHost
 from tritium.ipc.arena import Arena
 from tritium.ipc.framing import FrameDecoder, encode
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
-CONFIG = {
-    "name": "add_sub",
-    "backend": "python",
-    "max_batch_size": 0,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-}
-
 
 def _host() -> ModelHost:
-    host = ModelHost(
-        {"model_name": "add_sub", "model_version": "1", "model_dir": str(EXAMPLES / "add_sub"),
-         "config": CONFIG}
-    )
+    host = ModelHost(LOAD_SPEC)
     host.load()
     host.initialize({"config": CONFIG, "instance_name": "add_sub_0"})
     return host

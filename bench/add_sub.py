@@ -1,0 +1,82 @@
+"""The example add_sub model as the in-process microbenchmarks use it: its configuration,
+and a fake loaded model whose instance answers at once (no worker process)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tritium.core import InferResponse, OutputTensor
+from tritium.core.statistics import ModelStatistics
+from tritium.scheduling import DefaultScheduler
+from tritium.service.model_io import signature_from_config
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
+CONFIG = {
+    "name": "add_sub",
+    "backend": "python",
+    "max_batch_size": 0,
+    "input": [
+        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+    "output": [
+        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
+        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
+    ],
+}
+
+
+class InstantInstance:
+    """A runner that computes add_sub in process and completes immediately."""
+
+    name = "add_sub_0"
+    running = True
+
+    def submit(self, batch):
+        done = asyncio.get_running_loop().create_future()
+        request = batch[0]
+        a, b = request.inputs[0].data, request.inputs[1].data
+        outputs = [
+            OutputTensor("OUTPUT0", "FP32", (4,), a + b),
+            OutputTensor("OUTPUT1", "FP32", (4,), a - b),
+        ]
+        done.set_result([InferResponse(request.model_name, "1", request.id, outputs)])
+        return done
+
+    def cancel(self, request) -> None: ...
+
+    def when_ready(self, callback) -> None:
+        callback()
+
+    def on_restart_failure(self, callback) -> None: ...
+
+
+class _Loaded:
+    name = "add_sub"
+    version_str = "1"
+    config = CONFIG
+
+    def __init__(self) -> None:
+        self.signature = signature_from_config(CONFIG)
+        self.scheduler = DefaultScheduler([InstantInstance()])
+        self.stats = ModelStatistics()
+
+
+class InstantModels:
+    """What the service needs of its model manager: add_sub, served by an InstantInstance."""
+
+    def __init__(self) -> None:
+        self.loaded = _Loaded()
+
+    def get(self, name: str, version: str) -> _Loaded:
+        return self.loaded
+
+#: The worker's load message for add_sub (what the model manager sends).
+LOAD_SPEC = {
+    "model_name": "add_sub",
+    "model_version": "1",
+    "model_dir": str(EXAMPLES / "add_sub"),
+    "config": CONFIG,
+    "auto_complete": False,
+}
