@@ -61,6 +61,9 @@ class HeaderPlans:
     def __init__(self, limit: int = MAX_PLANS) -> None:
         self._plans: OrderedDict[bytes, HeaderPlan] = OrderedDict()
         self._limit = limit
+        # Whether a plan for a body without binary data (every input in shared memory) was
+        # ever made: until then JSON-only bodies, which are mostly JSON data, skip the lookup.
+        self.json_only = False
 
     def get(self, header: bytes) -> HeaderPlan | None:
         plan = self._plans.get(header)
@@ -69,6 +72,8 @@ class HeaderPlans:
         return plan
 
     def put(self, header: bytes, plan: HeaderPlan) -> None:
+        if not plan.binary_total:
+            self.json_only = True
         self._plans[header] = plan
         if len(self._plans) > self._limit:
             self._plans.popitem(last=False)

@@ -351,8 +351,8 @@ def decode_infer_request(
 ) -> tuple[InferRequest, OutputPrefs]:
     """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``."""
     cacheable = header_length <= MAX_HEADER
-    if cacheable:
-        header = body[:header_length]
+    header = body[:header_length] if cacheable else b""
+    if cacheable and (header_length < len(body) or _PLANS.json_only):
         plan = _PLANS.get(header)
         if plan is not None and plan.binary_total == len(body) - header_length:
             try:
