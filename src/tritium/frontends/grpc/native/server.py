@@ -68,6 +68,7 @@ class GrpcProtocol(asyncio.Protocol):
         self._flush_scheduled = False
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
+        self._write_paused = False
         #: id(header list) → (header list, checked headers); see ``call.open_call``.
         self.checked_headers: dict[int, tuple[Any, Any]] = {}
 
@@ -90,6 +91,18 @@ class GrpcProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.conn.receive(data)
         self.flush()
+
+    def pause_writing(self) -> None:
+        # The client is not reading its responses: read no new requests until it does,
+        # so the answers waiting in the transport's buffer stay bounded.
+        self._write_paused = True
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
