@@ -152,6 +152,33 @@ def test_response_waits_for_window_updates_and_trailers_come_last():
     assert _of(events, h2.events.StreamEnded)
 
 
+def test_replies_queued_behind_a_closed_window_are_bounded(monkeypatch):
+    from tritium.frontends.grpc.native import sending
+
+    monkeypatch.setattr(sending, "MAX_QUEUED_BYTES", 4096)
+    pair = Pair(client_settings={f.SETTINGS_INITIAL_WINDOW_SIZE: 1000})
+    pair.client.send_headers(1, REQUEST)  # a stream the client keeps open
+    pair.pump()
+    stream = pair.handler.calls[0].stream
+    pair.server.send_headers(stream, b"\x88")
+    accepted = 0
+    while pair.server.send_message(stream, 0, b"m" * 995):  # 1000 bytes with the prefix
+        accepted += 1
+        assert accepted < 100, "queued replies are not bounded"
+    # The window took the first message; five more queued reach the bound (4096 bytes),
+    # so the seventh is refused.
+    assert accepted == 6
+    events = pair.pump()
+    reset = _of(events, h2.events.StreamReset)
+    assert reset and reset[0].error_code == f.ENHANCE_YOUR_CALM
+    assert not stream.pending and not pair.server.streams
+    # One message larger than the bound on its own is still sent whole.
+    pair.client.send_headers(3, REQUEST)
+    pair.pump()
+    big = pair.handler.calls[1].stream
+    assert pair.server.send_message(big, 0, b"b" * 10_000)
+
+
 def test_large_request_replenishes_windows():
     pair = Pair()
     pair.client.send_headers(1, REQUEST)

@@ -234,7 +234,10 @@ class GrpcCall:
         if not self.head_sent:
             self.head_sent = True
             self.conn.send_headers(self.stream, w.RESPONSE_HEAD[encoding])
-        self.conn.send_message(self.stream, flag, payload)
+        if not self.conn.send_message(self.stream, flag, payload):
+            # Reset: the client let too many replies pile up unread.
+            self._close()
+            self._cancel_work()
         proto.schedule_flush()
 
     def _stream_idle(self) -> None:

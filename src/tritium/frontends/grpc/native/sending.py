@@ -18,6 +18,10 @@ _HEADER = f.HEADER
 _DATA_MESSAGE = struct.Struct(">HBBBLBL")
 _END_TRAILERS = f.END_HEADERS | f.END_STREAM
 
+#: Response bytes a stream may have queued behind a closed flow-control window before
+#: another message is refused (one message of any allowed size is always accepted).
+MAX_QUEUED_BYTES = 64 << 20
+
 
 class Stream:
     """One stream's flow-control windows, half-close state and queued output."""
@@ -30,6 +34,7 @@ class Stream:
         "remote_closed",
         "local_closed",
         "pending",
+        "queued",
         "trailers",
     )
 
@@ -42,6 +47,8 @@ class Stream:
         self.local_closed = False
         #: Response bytes waiting for window, then trailers (a header block) to end with.
         self.pending: list[memoryview] = []
+        #: Bytes in ``pending``.
+        self.queued = 0
         self.trailers: bytes | None = None
 
 
@@ -87,6 +94,7 @@ class H2Sender:
         self._last_ping = None
         self.ping_strikes = 0
         stream.pending.append(memoryview(data))
+        stream.queued += len(data)
         self._flush_stream(stream)
 
     def send_trailers(self, stream: Stream, block: bytes) -> None:
@@ -141,11 +149,16 @@ class H2Sender:
         self.send_data(stream, message)
         self.send_trailers(stream, trailers)
 
-    def send_message(self, stream: Stream, flag: int, message: bytes) -> None:
+    def send_message(self, stream: Stream, flag: int, message: bytes) -> bool:
         """One gRPC message (``flag`` and length prefix, then ``message``) as DATA: one
-        frame appended at once when the windows allow and nothing is queued before it."""
+        frame appended at once when the windows allow and nothing is queued before it.
+
+        False when the stream already has :data:`MAX_QUEUED_BYTES` waiting for the
+        client to open its window: the stream is then reset (ENHANCE_YOUR_CALM) and
+        the message dropped, so a client that does not read cannot grow our memory.
+        """
         if stream.local_closed:
-            return
+            return True
         size = len(message) + 5
         if (
             size <= self.peer_max_frame
@@ -162,8 +175,12 @@ class H2Sender:
                 _DATA_MESSAGE.pack(size >> 8, size & 0xFF, f.DATA, 0, stream.id, flag, size - 5)
             )
             out.append(message)
-            return
+            return True
+        if stream.queued >= MAX_QUEUED_BYTES:
+            self.reset_stream(stream, f.ENHANCE_YOUR_CALM)
+            return False
         self.send_data(stream, _DATA_MESSAGE.pack(0, 0, 0, 0, 0, flag, size - 5)[9:] + message)
+        return True
 
     def reset_stream(self, stream: Stream, code: int = f.CANCEL) -> None:
         """Abandon a stream from our side (the receiver is not told)."""
@@ -172,6 +189,9 @@ class H2Sender:
             self.streams.pop(stream.id, None)
             self._blocked.pop(stream.id, None)
         stream.local_closed = stream.remote_closed = True
+        stream.pending.clear()
+        stream.queued = 0
+        stream.trailers = None
 
     def _end_local(self, stream: Stream) -> None:
         stream.local_closed = True
@@ -200,6 +220,7 @@ class H2Sender:
             else:
                 chunk, pending[0] = chunk[:allowed], chunk[allowed:]
             size = len(chunk)
+            stream.queued -= size
             stream.send_window -= size
             self.send_window -= size
             out.append(f.frame_header(size, f.DATA, 0, sid))
