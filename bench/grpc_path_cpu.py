@@ -28,6 +28,7 @@ from hpack import Encoder
 from tritonclient.grpc import service_pb2
 
 from bench.add_sub import InstantModels  # noqa: E402
+from tritium.core.heap import settle_heap
 from tritium.frontends.grpc.native import frames as f
 from tritium.frontends.grpc.native.server import GrpcProtocol, _Shared
 from tritium.frontends.grpc.options import GrpcOptions
@@ -137,6 +138,7 @@ async def _run(requests: int, profile: bool, stream: bool) -> None:
                 protocol.data_received(client.window_update(1 << 16, stream))
 
     await burst(1000)  # warm caches
+    settle_heap()  # as the server does once it is serving
     before = transport.bytes
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:

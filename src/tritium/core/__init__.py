@@ -1,5 +1,6 @@
 """L0: data types, tensors, requests/responses and the error tree shared by every layer."""
 
+from tritium.core.completion import Completion
 from tritium.core.errors import (
     AlreadyExists,
     Cancelled,
@@ -27,6 +28,7 @@ __all__ = [
     "AlreadyExists",
     "Cancelled",
     "Code",
+    "Completion",
     "InferRequest",
     "InferResponse",
     "InputTensor",

@@ -9,15 +9,15 @@ from tritium.scheduling.batch_policy import (
 )
 from tritium.scheduling.default import DefaultScheduler, SchedulerStatistics
 from tritium.scheduling.dynamic import BatchCodec, DynamicBatcher, DynamicBatcherStatistics
-from tritium.scheduling.runner import Completion, Runner
+from tritium.scheduling.runner import BatchOutcome, Runner
 
 __all__ = [
     "BatchCodec",
+    "BatchOutcome",
     "BatchDecision",
     "BatchPolicy",
     "BatchPolicyStatistics",
     "BatchingConfig",
-    "Completion",
     "DefaultScheduler",
     "DynamicBatcher",
     "DynamicBatcherStatistics",

@@ -9,16 +9,15 @@ the instance never waits on the event loop. A full queue rejects at once with UN
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
 
-from tritium.core import InferRequest, InferResponse
+from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
-from tritium.scheduling.runner import Runner
+from tritium.scheduling.runner import BatchOutcome, Runner
 
-Waiter = asyncio.Future  # Future[InferResponse] the caller awaits
+Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +49,7 @@ class DefaultScheduler:
         drops a queued request or tells the running one it was cancelled."""
         if not self._idle and len(self._queue) >= self._max_queue:
             raise Unavailable("Exceeds maximum queue size")
-        waiter: Waiter = asyncio.get_running_loop().create_future()
+        waiter: Waiter = Completion()
         if self._idle and not self._queue:
             self._dispatch(self._idle.pop(), request, waiter)
         else:
@@ -73,7 +72,7 @@ class DefaultScheduler:
         waiter.add_done_callback(partial(_forward_cancel, runner, request))
 
     def _completed(
-        self, runner: Runner, request: InferRequest, waiter: Waiter, done: asyncio.Future
+        self, runner: Runner, request: InferRequest, waiter: Waiter, done: BatchOutcome
     ) -> None:
         # Hand the runner its next request first: the worker restarts at once.
         if runner.running:

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from tritium.core import InferRequest, InferResponse
+from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
-from tritium.scheduling.runner import Runner
+from tritium.scheduling.runner import BatchOutcome, Runner
 
-Waiter = asyncio.Future  # Future[InferResponse] the caller awaits
+Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
 
 
 class TimerHandle(Protocol):
@@ -72,7 +72,7 @@ class _Ticket:
         self.batch = batch
         self.requests = requests
         self.name = name
-        self.done: asyncio.Future | None = None
+        self.done: BatchOutcome | None = None
 
 
 class DynamicBatcher:
@@ -123,7 +123,7 @@ class DynamicBatcher:
     def submit(self, request: InferRequest) -> Waiter:
         """Queue ``request``; the future gets its response. Cancelling the future
         abandons the request (dropped if queued, flagged if running)."""
-        waiter: Waiter = asyncio.get_running_loop().create_future()
+        waiter: Waiter = Completion()
         entry = self._policy.enqueue(request, self._clock(), waiter)
         waiter.add_done_callback(partial(self._on_waiter_done, entry))
         if self._idle:
@@ -205,7 +205,7 @@ class DynamicBatcher:
         batch: list[QueuedRequest],
         requests: list[InferRequest],
         ticket: _Ticket | None,
-        done: asyncio.Future,
+        done: BatchOutcome,
     ) -> None:
         self._busy.pop(id(runner), None)
         # Hand the runner its next batch first: the instance restarts at once.
@@ -230,7 +230,7 @@ class DynamicBatcher:
         batch: list[QueuedRequest],
         requests: list[InferRequest],
         name: str,
-        done: asyncio.Future,
+        done: BatchOutcome,
     ) -> None:
         error: TritiumError | None = None
         if done.cancelled():

@@ -8,9 +8,9 @@ from typing import Any, Protocol
 from tritium.core import InferRequest, InferResponse
 
 
-class Completion(Protocol):
+class BatchOutcome(Protocol):
     """The outcome of one batch: an ``asyncio.Future``, or any object with the same
-    done-callback interface (a worker's completion calls its callbacks synchronously)."""
+    done-callback interface (a worker's ``Completion`` calls its callbacks synchronously)."""
 
     def add_done_callback(self, callback: Callable[[Any], object], /) -> None: ...
 
@@ -31,7 +31,7 @@ class Runner(Protocol):
         """False while the instance is down (crashed, restarting)."""
         ...
 
-    def submit(self, batch: list[InferRequest]) -> Completion:
+    def submit(self, batch: list[InferRequest]) -> BatchOutcome:
         """Start ``batch`` at once; the completion gets one response per request.
 
         Its callbacks may run synchronously when the batch ends, so a scheduler's callback

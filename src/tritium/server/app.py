@@ -8,11 +8,11 @@ model, and leave no child process behind.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 from pathlib import Path
 
+from tritium.core.heap import settle_heap
 from tritium.server.devices import gpu_count
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
@@ -79,10 +79,7 @@ class Server:
             # A port in use or an unreadable file: one clear line, not a traceback.
             log.error("%s", exc)
             return False
-        # Everything allocated so far (modules, configs, models) lives as long as the
-        # server: keep it out of the cyclic collector so full collections stay short.
-        gc.collect()
-        gc.freeze()
+        settle_heap()
         self.service.started = True
         return True
 

@@ -85,8 +85,12 @@ class ModelEntry:
     config: dict[str, Any] | None = None
 
     def default_version(self) -> LoadedVersion | None:
-        ready = [v for v in self.versions.values() if v.loaded is not None]
-        return max(ready, key=lambda v: v.version).loaded if ready else None
+        """The highest loaded version (asked on every request without a version)."""
+        best: VersionStatus | None = None
+        for status in self.versions.values():
+            if status.loaded is not None and (best is None or status.version > best.version):
+                best = status
+        return best.loaded if best is not None else None
 
 
 def make_scheduler(

@@ -6,12 +6,11 @@ Behaviour lives here once; HTTP and gRPC only decode, call, encode and map error
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
 from tritium import __version__
-from tritium.core import InferRequest, InferResponse
+from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
 from tritium.service.models import LoadedVersion, ModelManager
@@ -132,7 +131,7 @@ class Service:
 
     # -- inference ---------------------------------------------------------------------------
 
-    def submit(self, request: InferRequest) -> asyncio.Future[InferResponse]:
+    def submit(self, request: InferRequest) -> Completion[InferResponse]:
         """Validate and schedule ``request`` now; the future gets the response.
 
         Raises at once for requests that cannot be accepted (unknown model, invalid
@@ -208,7 +207,7 @@ class Service:
         self.shared_memory.close()
 
 
-def _finish_shm(used: RequestRegions, done: asyncio.Future) -> None:
+def _finish_shm(used: RequestRegions, done: Completion) -> None:
     """Write shared-memory outputs, then hand the request's regions back."""
     try:
         if not done.cancelled() and done.exception() is None:
@@ -222,7 +221,7 @@ def _finish_shm(used: RequestRegions, done: asyncio.Future) -> None:
         used.lease.release()
 
 
-def _finish(loaded: LoadedVersion, request: InferRequest, done: asyncio.Future) -> None:
+def _finish(loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
     """Stamp the response with what the client asked for and count it."""
     if done.cancelled():
         return

@@ -1,7 +1,6 @@
 """L3: instance worker processes — spawn, drive, stop."""
 
-from tritium.workers.completion import BatchCompletion
 from tritium.workers.instance import InstanceSpec, ModelInstance
 from tritium.workers.process import WorkerDied, WorkerProcess
 
-__all__ = ["BatchCompletion", "InstanceSpec", "ModelInstance", "WorkerDied", "WorkerProcess"]
+__all__ = ["InstanceSpec", "ModelInstance", "WorkerDied", "WorkerProcess"]

@@ -17,9 +17,9 @@ from typing import Any
 
 from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
+from tritium.core.completion import Completion
 from tritium.core.errors import Unavailable
 from tritium.core.statistics import ModelStatistics
-from tritium.workers.completion import BatchCompletion
 from tritium.workers.process import WorkerProcess
 
 log = logging.getLogger("tritium.workers")
@@ -129,7 +129,7 @@ class ModelInstance:
     def running(self) -> bool:
         return self._ready.is_set()
 
-    def submit(self, batch: list[InferRequest]) -> BatchCompletion[list[InferResponse]]:
+    def submit(self, batch: list[InferRequest]) -> Completion[list[InferResponse]]:
         """Start ``batch`` now; see :meth:`WorkerProcess.submit`."""
         process = self.process
         if process is None or not self._ready.is_set():
@@ -143,7 +143,7 @@ class ModelInstance:
         done.add_done_callback(partial(self._record, rows, len(batch), process))
         return done
 
-    def _record(self, rows: int, requests: int, process: WorkerProcess, done: BatchCompletion) -> None:
+    def _record(self, rows: int, requests: int, process: WorkerProcess, done: Completion) -> None:
         if done.exception() is not None:
             return
         input_ns, infer_ns, output_ns = process.last_timing

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core.completion import Completion
 from tritium.core.datatypes import raw_dtype
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
-from tritium.workers.completion import BatchCompletion
 
 log = logging.getLogger("tritium.workers")
 
@@ -74,7 +74,7 @@ class WorkerProcess:
         self._fd_sock: socket.socket | None = None
         self._pending: asyncio.Future[Any] | None = None
         # The batch in flight and the future its responses go to (at most one).
-        self._batch: tuple[list[InferRequest], BatchCompletion[list[InferResponse]]] | None = None
+        self._batch: tuple[list[InferRequest], Completion[list[InferResponse]]] | None = None
         # layout_key -> (exec message, input offsets, input sizes, arena end) of a single
         # request with fixed-size inputs, reused for every request of the same layout.
         self._layouts: dict[object, tuple[bytes, list[int], list[int], int]] = {}
@@ -250,7 +250,7 @@ class WorkerProcess:
 
     # -- execution --------------------------------------------------------------------
 
-    def submit(self, batch: list[InferRequest]) -> BatchCompletion[list[InferResponse]]:
+    def submit(self, batch: list[InferRequest]) -> Completion[list[InferResponse]]:
         """Start one batch now (synchronously: inputs written, message sent) and return
         its completion, which gets one response per request and runs its callbacks the
         moment the reply arrives. Model errors arrive as per-response errors; the batch
@@ -264,7 +264,7 @@ class WorkerProcess:
             frame = self._write_cached(batch[0])
         if frame is None:
             frame = self._write_batch(batch)
-        done: BatchCompletion[list[InferResponse]] = BatchCompletion()
+        done: Completion[list[InferResponse]] = Completion()
         self._batch = (batch, done)
         self._transport.write(frame)
         return done

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import gc
 import os
 import signal
 import socket
@@ -19,6 +18,7 @@ import sys
 import traceback
 
 from tritium.backends.python.model_host import ModelHost
+from tritium.core.heap import settle_heap
 from tritium.ipc import Arena, MessageReader, recv_fd, send_message
 
 
@@ -84,10 +84,8 @@ class Worker:
         if op == "init":
             assert self.host is not None
             self.host.initialize(message)
-            # The model and its libraries live as long as the worker: keep them out of
-            # the cyclic collector so collections between batches stay short.
-            gc.collect()
-            gc.freeze()
+            # The model and its libraries live as long as the worker.
+            settle_heap()
             return {"op": "ready", "ready": self.host.is_ready()}
         if op == "fini":
             self._finalize_quietly()

@@ -12,7 +12,6 @@ from done callbacks in completion order).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
+from tritium.core.completion import Completion
 from tritium.core.errors import NotFound, TritiumError, Unsupported
 from tritium.frontends.grpc import shared_memory
 from tritium.frontends.grpc.infer_calls import (
@@ -44,7 +44,7 @@ HEALTH_SERVICE = "grpc.health.v1.Health"
 UNARY = "unary"
 STREAM = "stream"
 
-BeginBytes = Callable[[Service, RequestPlans, Any], tuple[asyncio.Future, Finish]]
+BeginBytes = Callable[[Service, RequestPlans, Any], tuple[Completion, Finish]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ class Method:
     request_type: type
     kind: str
     handler: Callable[..., Any]
-    begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None
+    begin: Callable[[Service, Any], tuple[Completion, Finish]] | None = None
     infer: bool = False
     begin_bytes: BeginBytes | None = None
 
@@ -145,7 +145,7 @@ def _method(
     *,
     kind: str = UNARY,
     service: str = SERVICE,
-    begin: Callable[[Service, Any], tuple[asyncio.Future, Finish]] | None = None,
+    begin: Callable[[Service, Any], tuple[Completion, Finish]] | None = None,
     infer: bool = False,
     begin_bytes: BeginBytes | None = None,
 ) -> Method:

@@ -15,6 +15,7 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from tritonclient.grpc import service_pb2
 
+from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import (
@@ -55,7 +56,7 @@ def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.Model
 
 def begin_infer(
     service: Service, message: service_pb2.ModelInferRequest
-) -> tuple[asyncio.Future, Finish]:
+) -> tuple[Completion, Finish]:
     """Decode and submit one ModelInfer request now (raises core errors at once).
 
     Cancelling the returned future drops the request if it is still queued.
@@ -74,7 +75,7 @@ def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes:
 
 def begin_infer_bytes(
     service: Service, plans: RequestPlans, data: bytes | memoryview
-) -> tuple[asyncio.Future, Finish]:
+) -> tuple[Completion, Finish]:
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
     response. Malformed bytes raise protobuf's ``DecodeError``."""
     request = plans.decode(data)
@@ -120,7 +121,7 @@ class InferStream:
         self._service = service
         self._emit = emit
         self._plans = plans
-        self._pending: set[asyncio.Future] = set()
+        self._pending: set[Completion] = set()
         self.on_idle: Callable[[], None] | None = None
         self.closed = False
 
@@ -158,7 +159,7 @@ class InferStream:
         self._pending.add(future)
         future.add_done_callback(partial(self._done_bytes, request))
 
-    def _done_bytes(self, request: Any, done: asyncio.Future) -> None:
+    def _done_bytes(self, request: Any, done: Completion) -> None:
         """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""
         self._pending.discard(done)
         if self.closed or done.cancelled():
@@ -174,7 +175,7 @@ class InferStream:
         if not self._pending and self.on_idle is not None:
             self.on_idle()
 
-    def _done(self, message: Any, finish: Finish, done: asyncio.Future) -> None:
+    def _done(self, message: Any, finish: Finish, done: Completion) -> None:
         self._pending.discard(done)
         if self.closed or done.cancelled():
             return

@@ -8,12 +8,12 @@ ready"; every other error is ``{"error": "<message>"}`` with the status of its c
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from functools import partial
 
 import orjson
 
+from tritium.core.completion import Completion
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unsupported
 from tritium.frontends.http.compression import (
     compress,
@@ -186,7 +186,7 @@ class KServeRoutes:
         request_id: str,
         prefs: OutputPrefs,
         accept: str | None,
-        done: asyncio.Future,
+        done: Completion,
     ) -> HttpResponse:
         try:
             response = done.result()

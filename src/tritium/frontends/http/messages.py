@@ -7,12 +7,12 @@ handlers never touch the transport.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
 
+from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
 from tritium.frontends.http.status import error_body, status_for
 
@@ -56,8 +56,8 @@ class DeferredResponse:
     completes. Lets a handler answer without a task or coroutine on the hot path;
     cancelling ``future`` (the client went away) abandons the work."""
 
-    future: asyncio.Future
-    finish: Callable[[asyncio.Future], HttpResponse]
+    future: Completion
+    finish: Callable[[Completion], HttpResponse]
 
 
 def json_response(obj: object, status: int = 200) -> HttpResponse:

@@ -18,6 +18,7 @@ from functools import partial
 
 import httptools
 
+from tritium.core.completion import Completion
 from tritium.frontends.http.compression import too_large_message
 from tritium.frontends.http.messages import (
     METHOD_NOT_ALLOWED,
@@ -47,7 +48,7 @@ class _Slot:
         self.http10 = http10
         self.response: HttpResponse | None = None
         self.task: asyncio.Task | None = None
-        self.pending: asyncio.Future | None = None
+        self.pending: Completion | None = None
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -273,7 +274,7 @@ class HttpProtocol(asyncio.Protocol):
             self._flush()
 
     def _deferred_done(
-        self, slot: _Slot, finish: Callable[[asyncio.Future], HttpResponse], done: asyncio.Future
+        self, slot: _Slot, finish: Callable[[Completion], HttpResponse], done: Completion
     ) -> None:
         slot.pending = None
         if done.cancelled():

@@ -7,10 +7,10 @@ subclasses, mapped to HTTP status codes by :mod:`tritium.frontends.http.status`.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from tritium.core.completion import Completion
 from tritium.core.types import InferRequest, InferResponse
 
 
@@ -40,7 +40,7 @@ class InferenceService(Protocol):
         """Raises TritiumError, or returns a response whose ``error`` is set."""
         ...
 
-    def submit(self, request: InferRequest) -> asyncio.Future[InferResponse]:
+    def submit(self, request: InferRequest) -> Completion[InferResponse]:
         """Schedule now (raising at once for requests that cannot be accepted); the
         future gets the response. Cancelling the future abandons the request."""
         ...

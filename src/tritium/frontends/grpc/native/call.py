@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
 
+from tritium.core.completion import Completion
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.native import grpc_wire as w
@@ -74,7 +75,7 @@ class GrpcCall:
         self.encoding = encoding
         self.out_encoding = out_encoding
         self.timer: asyncio.TimerHandle | None = None
-        self.future: asyncio.Future | None = None
+        self.future: Completion | None = None
         self.finish: Any = None
         self.request: Any = None
         self.infer_stream: InferStream | None = None
@@ -175,7 +176,7 @@ class GrpcCall:
 
     # --------------------------------------------------------------- response
 
-    def _unary_done(self, future: asyncio.Future) -> None:
+    def _unary_done(self, future: Completion) -> None:
         self.future = None
         if self.closed or future.cancelled():
             return
