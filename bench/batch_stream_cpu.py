@@ -2,16 +2,24 @@
 
 What ``perf_analyzer -i grpc --streaming -m identity --shape INPUT0:16 --concurrency-range
 64:64`` makes the server do, minus the sockets: the real ``identity`` model of
-``bench/model_repository`` is loaded by the service's own model manager (its dynamic batcher,
-its instance and a real worker process), and one native-transport connection carries 64
-ModelStreamInfer streams with one request outstanding on each. Whenever the server writes a
-stream's response, that stream's next request is fed back (everything that became due in one
-loop turn in one read, as a socket would deliver it). The number printed is this process's CPU
-only — the worker runs in its own process, so valgrind (which does not follow it) counts the
-main process alone; the client's side (framing requests, reading frame headers) is included
-and costs about a microsecond per request:
+``bench/model_repository`` is loaded by the service's model manager (its dynamic batcher, its
+instance, a real worker process), and one native-transport connection carries 64
+ModelStreamInfer streams with one request outstanding on each (ids "0", "1", … per stream, as
+perf_analyzer numbers them). Whenever the server writes a stream's response, that stream's
+next request is fed back; what became due in one loop turn goes in one read, as a socket would
+deliver it. The number printed is this process's CPU only: the worker runs in its own process,
+and valgrind, which does not follow it, counts the main process alone. The client's side
+(framing requests, reading the server's frame headers) is included: 1–2 µs per request.
 
-    .venv/bin/python bench/batch_stream_cpu.py [--requests N] [--profile]
+The batcher's clock stands still while the server handles one read (see ``_ReadClock``), so
+every read of 64 requests is one full batch however fast the machine or valgrind runs, and the
+count of instructions per request is repeatable; ``--wall-clock`` lets batch sizes follow the
+machine's speed instead, as with real clients. For instruction counts, fix the hash seed (dict
+probing otherwise differs from run to run) and take the difference of two lengths:
+
+    .venv/bin/python bench/batch_stream_cpu.py [--requests N] [--profile] [--wall-clock]
+    PYTHONHASHSEED=0 valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+        .venv/bin/python bench/batch_stream_cpu.py --requests 1000    # then 3000: Δ/2000
 """
 
 from __future__ import annotations
@@ -19,13 +27,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import os
 import pstats
-import sys
+import signal
+import struct
 import time
 from pathlib import Path
 
-# Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# OpenBLAS's idle threads spin for a while after numpy is imported, for as long as the
+# machine lets them: thousands of instructions per request under valgrind, never the same.
+# Nothing here multiplies matrices, so one thread (none spinning) changes nothing else.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 import uvloop
@@ -48,6 +60,11 @@ WARMUP = 2000
 WINDOW_REFILL = 32_768
 
 INPUT = np.arange(16, dtype=np.float32)
+#: Stall guard: a phase fails when no response came for this long (valgrind included).
+STALL_S = 60.0
+
+_FRAME = f.HEADER
+_U32 = struct.Struct(">L")
 
 _HEADERS = [
     (":method", "POST"),
@@ -76,7 +93,8 @@ def _message_parts() -> tuple[bytes, bytes]:
     # Fields are written in field-number order, so this is what a protobuf encoder gives.
     full = service_pb2.ModelInferRequest(model_name=MODEL, id="42")
     full.MergeFrom(rest)
-    assert full.SerializeToString() == head + _id_field("42") + tail
+    if full.SerializeToString() != head + _id_field("42") + tail:
+        raise SystemExit("the request cannot be built around its id")
     return head, tail
 
 
@@ -119,8 +137,9 @@ class _Peer:
         self.head, self.tail = _message_parts()
         self.sids = [2 * i + 1 for i in range(STREAMS)]
         self.next_id = dict.fromkeys(self.sids, 0)
-        self.sent_input: dict[int, str] = {}  # stream → id of its last request
-        self.last_reply: dict[int, memoryview] = {}  # stream → its last response message
+        #: stream → its last response message, as (written bytes, start, end)
+        self.last_reply: dict[int, tuple[bytes, int, int]] = {}
+        self.messages: list[bytes] = []  # the gRPC message of request id "0", "1", …
         self.due: list[int] = []
         self.control: list[bytes] = []  # frames the client owes (acks, window updates)
         self.turn_scheduled = False
@@ -137,34 +156,34 @@ class _Peer:
     def write(self, data: bytes) -> None:
         if self.buffer:
             data = self.buffer + data
-        view = memoryview(data)
-        n = len(view)
+        n = len(data)
         pos = 0
-        unpack = f.HEADER.unpack_from
+        unpack = _FRAME.unpack_from
         while n - pos >= 9:
-            hi, lo, kind, flags, sid = unpack(view, pos)
-            end = pos + 9 + ((hi << 8) | lo)
+            hi, lo, kind, flags, sid = unpack(data, pos)
+            length = (hi << 8) | lo
+            end = pos + 9 + length
             if end > n:
                 break
             if kind == f.DATA:
-                self._data(sid, view[pos + 9 : end])
+                # One response message per DATA frame, as the server writes them.
+                if length < 5 or _U32.unpack_from(data, pos + 10)[0] != length - 5:
+                    self._fail(f"a DATA frame on stream {sid} is not exactly one gRPC message")
+                self.last_reply[sid] = (data, pos + 14, end)
+                self.responses += 1
+                self.outstanding -= 1
+                self.due.append(sid)
+                self._read(sid, length)
             elif kind != f.HEADERS:
-                self._control(kind, flags, sid, view[pos + 9 : end])
+                self._control(kind, flags, sid, memoryview(data)[pos + 9 : end])
             pos = end
-        self.buffer = bytes(view[pos:])
+        self.buffer = data[pos:] if pos < n else b""
         if (self.due or self.control) and not self.turn_scheduled:
             self.turn_scheduled = True
             self.loop.call_soon(self._turn)
 
-    def _data(self, sid: int, payload: memoryview) -> None:
-        size = len(payload)
-        if size < 5 or int.from_bytes(payload[1:5], "big") != size - 5:
-            self._fail(f"a DATA frame on stream {sid} is not exactly one gRPC message")
-            return
-        self.last_reply[sid] = payload
-        self.responses += 1
-        self.outstanding -= 1
-        self.due.append(sid)
+    def _read(self, sid: int, size: int) -> None:
+        """Flow control: grant read bytes back to the server as a grpc client does."""
         self.conn_read += size
         read = self.stream_read[sid] = self.stream_read[sid] + size
         if read >= WINDOW_REFILL:
@@ -205,11 +224,13 @@ class _Peer:
     def _request(self, sid: int) -> bytes:
         number = self.next_id[sid]
         self.next_id[sid] = number + 1
-        request_id = str(number)
-        self.sent_input[sid] = request_id
-        payload = self.head + _id_field(request_id) + self.tail
-        message = b"\x00" + len(payload).to_bytes(4, "big") + payload
-        return f.frame(f.DATA, 0, sid, message)
+        messages = self.messages
+        if number == len(messages):
+            # Every stream sends the same ids in turn: each message is built once.
+            payload = self.head + _id_field(str(number)) + self.tail
+            messages.append(b"\x00" + len(payload).to_bytes(4, "big") + payload)
+        message = messages[number]
+        return _FRAME.pack(0, len(message), f.DATA, 0, sid) + message
 
     def _turn(self) -> None:
         """One socket read's worth of client bytes: owed frames, then the due requests."""
@@ -258,17 +279,23 @@ class _Peer:
         if not self.turn_scheduled:
             self.turn_scheduled = True
             self.loop.call_soon(self._turn)
-        await self.done
+        seen = -1
+        while not self.done.done():
+            if self.responses == seen:
+                raise SystemExit(f"no response for {STALL_S:.0f} s: the server stalled")
+            seen = self.responses
+            await asyncio.wait((self.done,), timeout=STALL_S)
+        self.done.result()
 
     def check_replies(self) -> None:
         """The last response of every stream is a success that echoes its input and id."""
-        for sid, payload in self.last_reply.items():
-            reply = service_pb2.ModelStreamInferResponse.FromString(bytes(payload[5:]))
+        for sid, (data, start, end) in self.last_reply.items():
+            reply = service_pb2.ModelStreamInferResponse.FromString(data[start:end])
             response = reply.infer_response
             problem = ""
             if reply.error_message:
                 problem = f"error {reply.error_message!r}"
-            elif response.model_name != MODEL or response.id != self.sent_input[sid]:
+            elif response.model_name != MODEL or response.id != str(self.next_id[sid] - 1):
                 problem = f"model {response.model_name!r} id {response.id!r}"
             elif len(response.outputs) != 1 or list(response.outputs[0].shape) != [1, INPUT.size]:
                 problem = f"outputs {list(response.outputs)}"
@@ -297,6 +324,7 @@ async def _measure(
         clock = _ReadClock()
         policy = BatchPolicy(BatchingConfig.from_config(loaded.config))
         loaded.scheduler = DynamicBatcher(loaded.instances, policy, clock=clock)  # type: ignore[arg-type]
+    service.started = True
     peer = _Peer(asyncio.get_running_loop(), clock)
     protocol = GrpcProtocol(_Shared(service, GrpcOptions()))
     peer.open(protocol)
@@ -304,7 +332,6 @@ async def _measure(
         await peer.run(WARMUP)
         peer.check_replies()
         settle_heap()  # as the server does once it is serving
-        service.started = True
         before = loaded.scheduler.statistics()
         ok_before = loaded.stats.success.count
         failed_before = loaded.stats.fail.count
@@ -335,6 +362,10 @@ async def _measure(
 
 async def _run(requests: int, profile: bool, wall_clock: bool) -> None:
     manager = ModelManager([REPOSITORY], LoadOptions())
+    # SIGTERM unwinds like Ctrl-C does, through the clean-up below.
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         service = await _load(manager)
         await _measure(manager, service, requests, profile, wall_clock)
@@ -358,7 +389,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.requests < 1:
         parser.error("--requests must be at least 1")
-    uvloop.run(_run(args.requests, args.profile, args.wall_clock))
+    try:
+        uvloop.run(_run(args.requests, args.profile, args.wall_clock))
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except asyncio.CancelledError:  # SIGTERM
+        raise SystemExit(143) from None
 
 
 if __name__ == "__main__":

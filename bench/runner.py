@@ -11,6 +11,7 @@ import platform
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -232,6 +233,12 @@ def _run_scenario(
             url = server.grpc_url if scenario.protocol == "grpc" else server.url
             before = server_cpu.sample(server.pgid, server.url, scenario.model)
             m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
+            if not m.ok and not _alive(server):
+                # It crashed under this load (Triton 2.51 does in gRPC streaming runs):
+                # measure once more on a fresh start, and record that run.
+                _restart_if_dead(server, models, logs_dir)
+                before = server_cpu.sample(server.pgid, server.url, scenario.model)
+                m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
             after = server_cpu.sample(server.pgid, server.url, scenario.model)
             if m.ok:
                 m = replace(m, server_cpu_us=server_cpu.cpu_us_per_request(before, after))
@@ -239,10 +246,17 @@ def _run_scenario(
             print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
 
 
+def _alive(server: Server) -> bool:
+    """Whether the server answers; a server crashing as a run ends (e.g. while its
+    streams close) gets a moment to go down first."""
+    time.sleep(0.5)
+    return http_get(f"http://{server.url}/v2/health/live")[0] == 200
+
+
 def _restart_if_dead(server: Server, models: list[str], logs_dir: Path) -> None:
     """Start a server again when it died in an earlier run (its failed runs are already
     recorded), so one crash does not cost it every later scenario."""
-    if http_get(f"http://{server.url}/v2/health/live")[0] == 200:
+    if _alive(server):
         return
     print(f"[bench] {server.name} is not answering; restarting it", flush=True)
     log_file = getattr(server, "log_file", None)
