@@ -30,6 +30,9 @@ from tritium.service import Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
+#: Requests of one grpcio ModelStreamInfer call in flight or answered and not yet sent.
+MAX_STREAM_BACKLOG = 1024
+
 #: ``finish(result)`` turns the scheduler's result into the response message.
 Finish = Callable[[Any], Any]
 
@@ -207,10 +210,16 @@ def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStream
 async def model_stream_infer(
     service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
-    """ModelStreamInfer over async iterators (for transports that hand out iterators)."""
+    """ModelStreamInfer over async iterators (for transports that hand out iterators).
+
+    At most :data:`MAX_STREAM_BACKLOG` requests are in flight or answered but not yet
+    taken by the transport; past that, no further request is read until the client
+    takes its replies."""
+    loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
     stream = InferStream(service, replies.put_nowait)
-    finished = asyncio.get_running_loop().create_future()
+    finished = loop.create_future()
+    room: list[asyncio.Future] = []  # the reader's wait for the backlog to shrink
 
     def idle() -> None:
         if not finished.done():
@@ -219,6 +228,9 @@ async def model_stream_infer(
     async def read() -> None:
         try:
             async for message in requests:
+                while stream.pending + replies.qsize() >= MAX_STREAM_BACKLOG:
+                    room.append(loop.create_future())
+                    await room[-1]
                 stream.push(message)
             if stream.pending:
                 stream.on_idle = idle
@@ -229,6 +241,10 @@ async def model_stream_infer(
     reader = asyncio.ensure_future(read())
     try:
         while (reply := await replies.get()) is not None:
+            while room:
+                waiter = room.pop()
+                if not waiter.done():
+                    waiter.set_result(None)
             yield reply
         await reader  # surfaces a broken request stream
     finally:
