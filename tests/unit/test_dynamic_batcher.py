@@ -412,3 +412,19 @@ def test_default_timer_is_a_loop_timer_at_the_policy_deadline():
             await task
 
     asyncio.run(main())
+
+
+def test_arrivals_during_the_delay_are_polled_once_per_loop_turn():
+    async def main():
+        runner, timer = FakeRunner("a"), FakeTimer()
+        sched = _batcher([runner], timer=timer, max_batch_size=4, max_queue_delay_us=100)
+        waiters = [sched.submit(_req(0))]
+        assert timer.pending() == [100 * US]  # the policy waits out the delay
+        waiters += [sched.submit(_req(i)) for i in (1, 2, 3)]
+        assert runner.batches == []  # a full batch, but looked at after this turn
+        await asyncio.sleep(0)
+        assert runner.batches == [["0", "1", "2", "3"]]
+        runner.finish()
+        assert [(await w).id for w in waiters] == ["0", "1", "2", "3"]
+
+    asyncio.run(main())

@@ -3,7 +3,9 @@
 Callback-driven like ``DefaultScheduler``, with no task per request. An arrival is
 queued in the policy and, if a runner is idle, the policy is polled; a runner that
 completes a batch is handed the next one before the finished responses go out; a single
-timer (``loop.call_at``) re-polls when the policy is waiting out its queue delay. Every
+timer (``loop.call_at``) re-polls when the policy is waiting out its queue delay; while
+it waits, arrivals are looked at once per loop turn (after all of that turn's arrivals are
+queued), which is also the resolution of the timer itself. Every
 batch goes to a free runner as a list of requests (Triton's Python-backend semantics),
 and each caller gets its own response back.
 
@@ -95,6 +97,7 @@ class DynamicBatcher:
         # id(runner) -> (runner, its batch); runners need not be hashable.
         self._busy: dict[int, tuple[Runner, list[QueuedRequest]]] = {}
         self._pumping = False
+        self._pump_soon = False
         self._wake: TimerHandle | None = None
         self._wake_at = 0
         self._executions = 0
@@ -127,8 +130,19 @@ class DynamicBatcher:
         entry = self._policy.enqueue(request, self._clock(), waiter)
         waiter.add_done_callback(partial(self._on_waiter_done, entry))
         if self._idle:
-            self._pump()
+            if self._wake is None:
+                self._pump()
+            elif not self._pump_soon:
+                # The policy is waiting out the queue delay: look again once this loop
+                # turn's arrivals are all queued rather than on every one of them.
+                self._pump_soon = True
+                asyncio.get_running_loop().call_soon(self._pump_later)
         return waiter
+
+    def _pump_later(self) -> None:
+        self._pump_soon = False
+        if self._idle:
+            self._pump()
 
     def _on_waiter_done(self, entry: QueuedRequest, waiter: Waiter) -> None:
         if waiter.cancelled():
