@@ -6,25 +6,17 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferResponse, OutputTensor
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import DefaultScheduler
 from tritium.service.model_io import signature_from_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
-CONFIG = {
-    "name": "add_sub",
-    "backend": "python",
-    "max_batch_size": 0,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-}
+#: The example's configuration, completed as the model manager completes it.
+CONFIG = config_to_json(
+    complete_config(load_config_file(EXAMPLES / "add_sub", "add_sub"), "add_sub")  # type: ignore[arg-type]
+)
 
 
 class InstantInstance:

@@ -8,23 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferRequest, InputTensor, RequestedOutput
 from tritium.workers import WorkerProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
-CONFIG = {
-    "name": "add_sub",
-    "backend": "python",
-    "max_batch_size": 0,
-    "input": [
-        {"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "INPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-    "output": [
-        {"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]},
-        {"name": "OUTPUT1", "data_type": "TYPE_FP32", "dims": [4]},
-    ],
-}
+#: The example's configuration, completed as the model manager completes it.
+CONFIG = config_to_json(
+    complete_config(load_config_file(EXAMPLES / "add_sub", "add_sub"), "add_sub")  # type: ignore[arg-type]
+)
 
 
 def _request(key: object, a: np.ndarray, b: np.ndarray, outputs=("OUTPUT0", "OUTPUT1")) -> InferRequest:

@@ -75,16 +75,16 @@ class Completion(Generic[T]):
             self._callbacks.append(callback)
 
     def set_result(self, result: T) -> None:
+        self._finish(result, None)
+
+    def set_exception(self, exception: BaseException) -> None:
+        self._finish(None, exception)
+
+    def _finish(self, result: Any, exception: BaseException | None) -> None:
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the completion is already settled")
         self._state = _FINISHED
         self._result = result
-        self._run_callbacks()
-
-    def set_exception(self, exception: BaseException) -> None:
-        if self._state != _PENDING:
-            raise asyncio.InvalidStateError("the completion is already settled")
-        self._state = _FINISHED
         self._exception = exception
         self._run_callbacks()
 
