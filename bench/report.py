@@ -23,10 +23,12 @@ class ServerSummary:
     p50_us: float | None
     p99_us: float | None
     server_cpu_us: float | None = None
+    mean_batch_size: float | None = None
 
 
 def summarize(measurements: list[Measurement]) -> ServerSummary:
-    """Median throughput, p50 and p99 (each taken on its own) over the runs that succeeded."""
+    """Medians (each taken on its own) of throughput, p50, p99, server CPU per request and
+    mean batch size over the runs that succeeded."""
     good = [m for m in measurements if m.ok]
 
     def median(values: list[float | None]) -> float | None:
@@ -40,6 +42,7 @@ def summarize(measurements: list[Measurement]) -> ServerSummary:
         p50_us=median([m.p50_us for m in good]),
         p99_us=median([m.p99_us for m in good]),
         server_cpu_us=median([m.server_cpu_us for m in good]),
+        mean_batch_size=median([m.mean_batch_size for m in good]),
     )
 
 
@@ -121,18 +124,22 @@ def _ratio(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
 
+def _batch(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
 def markdown_table(results: list[ScenarioResult]) -> str:
     """The results table: medians per server, ratios tritium/Triton, acceptance check."""
     lines = [
         "| scenario | tritium infer/s | Triton infer/s | throughput tritium/Triton "
         "| tritium p50 µs | Triton p50 µs | tritium p99 µs | Triton p99 µs "
         "| p99 tritium/Triton | tritium CPU µs/infer | Triton CPU µs/infer "
-        "| CPU tritium/Triton | check |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| CPU tritium/Triton | mean batch tritium / Triton | check |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         if r.skipped:
-            lines.append(f"| `{r.scenario.name}` | skipped: {r.skipped} ||||||||||||")
+            lines.append(f"| `{r.scenario.name}` | skipped: {r.skipped} |||||||||||||")
             continue
         t, b = r.summary(SUBJECT), r.summary(BASELINE)
 
@@ -144,7 +151,8 @@ def markdown_table(results: list[ScenarioResult]) -> str:
             f"| {_num(b.throughput)}{ok_count(b)} | {_ratio(r.throughput_ratio)} "
             f"| {_num(t.p50_us)} | {_num(b.p50_us)} | {_num(t.p99_us)} | {_num(b.p99_us)} "
             f"| {_ratio(r.p99_ratio)} | {_num(t.server_cpu_us)} | {_num(b.server_cpu_us)} "
-            f"| {_ratio(r.cpu_ratio)} | {r.acceptance} |"
+            f"| {_ratio(r.cpu_ratio)} | {_batch(t.mean_batch_size)} / {_batch(b.mean_batch_size)} "
+            f"| {r.acceptance} |"
         )
     return "\n".join(lines)
 

@@ -241,7 +241,11 @@ def _run_scenario(
                 m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
             after = server_cpu.sample(server.pgid, server.url, scenario.model)
             if m.ok:
-                m = replace(m, server_cpu_us=server_cpu.cpu_us_per_request(before, after))
+                m = replace(
+                    m,
+                    server_cpu_us=server_cpu.cpu_us_per_request(before, after),
+                    mean_batch_size=server_cpu.mean_batch_size(before, after),
+                )
             result.runs[name].append(m)
             print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
 
@@ -287,7 +291,10 @@ def _line(m: Measurement) -> str:
     if not m.ok:
         return f"ERROR {m.error}"
     cpu = "" if m.server_cpu_us is None else f"  server CPU {m.server_cpu_us:6.0f} µs/infer"
-    return f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs{cpu}"
+    batch = "" if m.mean_batch_size is None else f"  batch {m.mean_batch_size:5.1f}"
+    return (
+        f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs{cpu}{batch}"
+    )
 
 
 def _write_results(

@@ -6,15 +6,18 @@ servers are sampled the same way: the sum of user + system time of every process
 server's process group (main process and model workers / Python stubs), read from /proc,
 before and after a load-generator run, divided by the number of successful requests the
 server itself counted (its statistics extension), so warm-up and measurement windows are
-all included on both sides.
+all included on both sides. The same statistics give the mean batch size over the span
+(rows run over model executions), which tells how each server's batcher merged requests.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.servers import group_pids, http_get
 
@@ -34,28 +37,61 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / _TICKS
 
 
-def success_count(url: str, model: str) -> int | None:
-    """Successful requests `model` has served, from the statistics extension (None: unknown)."""
+@dataclass(frozen=True)
+class ModelCounts:
+    """Counters of one model from its statistics, summed over versions (None: not reported)."""
+
+    requests: int | None  # successful requests (inference_stats.success.count)
+    inferences: int | None  # rows run (inference_count)
+    executions: int | None  # model executions, i.e. batches (execution_count)
+
+
+_UNKNOWN = ModelCounts(None, None, None)
+
+
+def parse_counts(body: bytes) -> ModelCounts:
+    """The counters in a statistics-extension answer; a field either server omits is None."""
     try:
-        status, body = http_get(f"http://{url}/v2/models/{model}/stats")
-        if status != 200:
-            return None
         stats = json.loads(body)["model_stats"]
-        return sum(int(s["inference_stats"]["success"]["count"]) for s in stats)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except (ValueError, KeyError, TypeError):
+        return _UNKNOWN
+
+    def total(field: Callable[[dict[str, Any]], Any]) -> int | None:
+        try:
+            return sum(int(field(s)) for s in stats)
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    return ModelCounts(
+        requests=total(lambda s: s["inference_stats"]["success"]["count"]),
+        inferences=total(lambda s: s["inference_count"]),
+        executions=total(lambda s: s["execution_count"]),
+    )
+
+
+def model_counts(url: str, model: str) -> ModelCounts:
+    """`model`'s counters from one `GET /v2/models/<model>/stats` (all None when it fails)."""
+    status, body = http_get(f"http://{url}/v2/models/{model}/stats")
+    return parse_counts(body) if status == 200 else _UNKNOWN
 
 
 @dataclass(frozen=True)
 class CpuSample:
+    """A server process group's CPU time and one model's counters at one moment."""
+
     cpu_s: float
     requests: int | None
+    inferences: int | None = None
+    executions: int | None = None
 
 
 def sample(pgid: int | None, url: str, model: str) -> CpuSample | None:
+    """The server group's CPU time and `model`'s counters now (None without a process group)."""
     if pgid is None:
         return None
-    return CpuSample(group_cpu_seconds(pgid), success_count(url, model))
+    cpu_s = group_cpu_seconds(pgid)
+    counts = model_counts(url, model)
+    return CpuSample(cpu_s, counts.requests, counts.inferences, counts.executions)
 
 
 def cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> float | None:
@@ -66,3 +102,19 @@ def cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> flo
     if served <= 0:
         return None
     return (after.cpu_s - before.cpu_s) / served * 1e6
+
+
+def mean_batch_size(before: CpuSample | None, after: CpuSample | None) -> float | None:
+    """Rows per model execution between two samples (None when not measurable)."""
+    if before is None or after is None:
+        return None
+    rows = _grown(before.inferences, after.inferences)
+    executions = _grown(before.executions, after.executions)
+    # Counters that went back mean the server restarted in between: nothing to compare.
+    if rows is None or executions is None or rows < 0 or executions <= 0:
+        return None
+    return rows / executions
+
+
+def _grown(before: int | None, after: int | None) -> int | None:
+    return None if before is None or after is None else after - before

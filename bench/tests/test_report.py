@@ -21,6 +21,24 @@ def test_summarize_takes_medians_of_successful_runs_only() -> None:
     assert empty.throughput is None and empty.failed == 1
 
 
+def test_mean_batch_size_median_reaches_summary_and_json() -> None:
+    r = ScenarioResult(select_scenarios(["identity_http_binary_c64"])[0])
+    r.runs["tritium"] = [
+        replace(m(10), mean_batch_size=20.0),
+        replace(m(10), mean_batch_size=30.0),
+        replace(m(10), mean_batch_size=None),  # not measurable in that run
+        replace(Measurement(error="x"), mean_batch_size=1.0),  # failed runs do not count
+    ]
+    r.runs["triton"] = [replace(m(10), mean_batch_size=b) for b in (8.0, 12.0, 9.0)]
+    assert r.summary("tritium").mean_batch_size == 25.0
+    assert r.summary("triton").mean_batch_size == 9.0
+    data = r.to_json()
+    assert data["median"]["tritium"]["mean_batch_size"] == 25.0
+    assert data["median"]["triton"]["mean_batch_size"] == 9.0
+    assert [run["mean_batch_size"] for run in data["runs"]["triton"]] == [8.0, 12.0, 9.0]
+    assert markdown_table([r]).splitlines()[2].endswith("| 25.0 / 9.0 |  |")
+
+
 def test_ratios_and_acceptance() -> None:
     r = ScenarioResult(select_scenarios(["add_sub_http_binary_c1"])[0])
     r.runs["tritium"] = [m(1100, p99=300), m(900, p99=100), m(1000, p99=200)]
@@ -43,7 +61,7 @@ def test_non_acceptance_scenarios_have_no_check() -> None:
 def test_markdown_table_rows() -> None:
     ok = ScenarioResult(select_scenarios(["add_sub_http_binary_c8"])[0])
     ok.runs["tritium"] = [
-        replace(m(3000, 250, 900), server_cpu_us=60.0),
+        replace(m(3000, 250, 900), server_cpu_us=60.0, mean_batch_size=23.44),
         Measurement(error="Thread [0] had error: x"),
     ]
     ok.runs["triton"] = [replace(m(1500, 500, 1800), server_cpu_us=120.0)]
@@ -52,9 +70,11 @@ def test_markdown_table_rows() -> None:
     assert len(table) == 4
     assert table[2] == (
         "| `add_sub_http_binary_c8` | 3,000 (1/2 ok) | 1,500 | 2.00× | 250 | 500 | 900 | 1,800 "
-        "| 0.50× | 60 | 120 | 0.50× | pass |"
+        "| 0.50× | 60 | 120 | 0.50× | 23.4 / — | pass |"
     )
     assert table[3].startswith("| `identity_http_json_c64` | skipped: no wrk |")
+    # Every row has as many cells as the header.
+    assert {line.count("|") for line in table} == {table[0].count("|")}
     meta = {
         "timestamp": "T",
         "commit": "abc",
