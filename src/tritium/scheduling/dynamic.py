@@ -31,6 +31,22 @@ from tritium.scheduling.runner import BatchOutcome, Runner
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
 
 
+class _Waiter(Completion):
+    """The caller's completion of one queued request: cancelling it abandons the
+    request (dropped if still queued, flagged if running) before the callbacks run."""
+
+    __slots__ = ("batcher", "entry")
+
+    batcher: DynamicBatcher
+    entry: QueuedRequest
+
+    def cancel(self, msg: object = None) -> bool:
+        if self.done():
+            return False
+        self.batcher._abandon(self.entry)
+        return super().cancel(msg)
+
+
 class TimerHandle(Protocol):
     def cancel(self) -> None: ...
 
@@ -126,9 +142,9 @@ class DynamicBatcher:
     def submit(self, request: InferRequest) -> Waiter:
         """Queue ``request``; the future gets its response. Cancelling the future
         abandons the request (dropped if queued, flagged if running)."""
-        waiter: Waiter = Completion()
-        entry = self._policy.enqueue(request, self._clock(), waiter)
-        waiter.add_done_callback(partial(self._on_waiter_done, entry))
+        waiter = _Waiter()
+        waiter.entry = self._policy.enqueue(request, self._clock(), waiter)
+        waiter.batcher = self
         if self._idle:
             if self._wake is None:
                 self._pump()
@@ -143,10 +159,6 @@ class DynamicBatcher:
         self._pump_soon = False
         if self._idle:
             self._pump()
-
-    def _on_waiter_done(self, entry: QueuedRequest, waiter: Waiter) -> None:
-        if waiter.cancelled():
-            self._abandon(entry)
 
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.submit(request)

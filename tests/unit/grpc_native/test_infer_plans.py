@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from google.protobuf.message import DecodeError
 from tritonclient.grpc import service_pb2
 
 from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferResponse, OutputTensor
+from tritium.frontends.grpc import infer_plans
 from tritium.frontends.grpc.infer_codec import (
     decode_infer_request,
     encode_infer_response,
@@ -107,6 +109,71 @@ def test_unusual_field_order_takes_the_reference_path():
     assert RequestPlans().decode(moved).id == "q"
 
 
+def _fixed_request(request_id: str = "", model: str = "identity", count: int = 4) -> bytes:
+    """Fixed-size inputs only (two raw contents), as perf_analyzer sends them."""
+    message = service_pb2.ModelInferRequest(model_name=model, id=request_id)
+    message.inputs.add(name="INPUT0", datatype="FP32", shape=[1, count])
+    message.inputs.add(name="INPUT1", datatype="INT8", shape=[1, 3])
+    message.outputs.add(name="OUTPUT0")
+    message.raw_input_contents.append(np.arange(count, dtype=np.float32).tobytes())
+    message.raw_input_contents.append(b"\x01\x02\x03")
+    return message.SerializeToString()
+
+
+def _decode_both(plans: RequestPlans, data: bytes):
+    """(what the plans give, what the reference gives): a request or the error's text."""
+    results = []
+    for decode in (plans.decode, lambda d: decode_infer_request(
+        service_pb2.ModelInferRequest.FromString(d)
+    )):  # fmt: skip
+        try:
+            results.append(decode(data))
+        except InvalidArgument as exc:
+            results.append(exc.message)
+        except DecodeError:  # e.g. an id that is not UTF-8
+            results.append("DecodeError")
+    return results
+
+
+def test_a_repeated_layout_is_split_without_a_scan(monkeypatch):
+    plans = RequestPlans()
+    plans.decode(_fixed_request("first"))
+    plans.decode(_fixed_request("second"))  # built from the plan: its layout is kept
+    scans = []
+    monkeypatch.setattr(infer_plans, "scan", lambda data: scans.append(data) or scan(data))
+    for request_id in ("3", "", "x" * 127, "ünï"):
+        data = _fixed_request(request_id)
+        got, reference = _decode_both(plans, memoryview(b"\0" * 5 + data)[5:])
+        _same(got, reference)
+    assert scans == []
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        _fixed_request("y" * 200),  # an id whose length takes two bytes
+        _fixed_request("z", model="identitx"),  # another header of the same length
+        _fixed_request("z", model="identity2"),
+        _fixed_request("z", count=5),  # other raw sizes (and shape)
+        _fixed_request("z") + b"\x1a\x01q",  # a field after the raw contents
+        _fixed_request("z").replace(b"\x03\x01\x02\x03", b"\x02\x01\x02"),  # short raw
+        _fixed_request("ab").replace(b"\x1a\x02ab", b"\x1a\x02\xff\xfe"),  # not UTF-8
+    ],
+)
+def test_other_layouts_decode_like_the_reference(variant):
+    plans = RequestPlans()
+    plans.decode(_fixed_request("first"))
+    plans.decode(_fixed_request("second"))
+    got, reference = _decode_both(plans, variant)
+    if isinstance(reference, str):
+        assert got == reference
+    else:
+        _same(got, reference)
+    # The layout that was kept still applies to the usual message afterwards.
+    got, reference = _decode_both(plans, _fixed_request("third"))
+    _same(got, reference)
+
+
 @pytest.mark.parametrize("request_id", ["", "abc"])
 def test_serialised_responses_equal_protobuf_serialisation(request_id):
     outputs = [
@@ -120,6 +187,10 @@ def test_serialised_responses_equal_protobuf_serialisation(request_id):
     for response in (
         InferResponse("add_sub", "1", "", [*outputs, shm]),
         InferResponse("add_sub", "1", "own", outputs, parameters={"k": 1}),
+        InferResponse("add_sub", "1", "", outputs[:1]),  # one output: its own cache key
+        InferResponse("add_sub", "1", "", outputs[2:3]),
+        InferResponse("add_sub", "1", "", [shm]),
+        InferResponse("add_sub", "1", "", []),
     ):
         expected = encode_infer_response(response, request_id).SerializeToString()
         for _ in range(2):  # the second time from the cached skeleton

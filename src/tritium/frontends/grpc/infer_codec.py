@@ -367,13 +367,19 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     shapes) and reused; the id and the raw contents are spliced in. Responses with
     parameters are serialised through protobuf."""
     outputs = response.outputs
-    if response.parameters or any(out.parameters for out in outputs):
-        return encode_infer_response(response, request_id).SerializeToString()
-    key = (
-        response.model_name,
-        response.model_version,
-        *[(out.name, out.datatype, out.shape) for out in outputs],
-    )
+    if len(outputs) == 1:  # the usual case, keyed without a tuple per output
+        out = outputs[0]
+        if response.parameters or out.parameters:
+            return encode_infer_response(response, request_id).SerializeToString()
+        key: tuple = (response.model_name, response.model_version, out.name, out.datatype, out.shape)
+    else:
+        if response.parameters or any(out.parameters for out in outputs):
+            return encode_infer_response(response, request_id).SerializeToString()
+        key = (
+            response.model_name,
+            response.model_version,
+            *[(out.name, out.datatype, out.shape) for out in outputs],
+        )
     skeleton = _skeletons.get(key)
     if skeleton is None:
         head = service_pb2.ModelInferResponse(

@@ -12,6 +12,11 @@ copies, validation reused through ``layout_key``); inputs in shared memory take 
 content and are left for the service to read, as the reference does. Anything else — typed
 contents, a size that does not match, fields in an unusual order — takes the reference
 path, so errors and their texts are the reference's.
+
+The last message that a plan built also leaves its byte layout behind (the header around
+its id, the field heads of its fixed-size raw contents): the next message with exactly that
+layout — the usual case, one client repeating itself — is split by a few byte comparisons
+instead of a field-by-field scan, into the same key, id and raw contents the scan gives.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ class RequestPlan:
             elif len(raw) != spec.size:
                 return None
             else:
-                data = np.frombuffer(raw, spec.dtype, spec.count).reshape(spec.shape)
+                data = np.ndarray(spec.shape, spec.dtype, raw)  # a read-only view
             tensors.append(
                 InputTensor(
                     spec.name, spec.datatype, spec.shape, data, dict(params) if params else {}
@@ -158,6 +163,100 @@ def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None
     return key, request_id, raws
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """The bytes of a message that a plan built, less its id and tensor contents."""
+
+    before_id: bytes  # header bytes up to where the id field is (or would be)
+    after_id: bytes  # header bytes after the id field
+    raw_heads: tuple[tuple[bytes, int], ...]  # (tag + length varint, length) per raw content
+    size: int  # message length without the id field
+    plan: RequestPlan
+
+    @classmethod
+    def of(cls, view: memoryview, plan: RequestPlan, raws: list[memoryview]) -> _Layout | None:
+        """The layout of ``view``, which ``scan`` split into ``raws`` and a key with
+        ``plan``; None when the plan has a content of variable size (BYTES)."""
+        if any(spec.size < 0 for spec in plan.inputs if not spec.shm):
+            return None
+        header_end = len(view) - sum(len(_raw_head(len(raw))) + len(raw) for raw in raws)
+        header = bytes(view[:header_end])
+        id_start = id_end = _id_field(header)
+        if id_start < 0:
+            id_start = id_end = header_end
+        else:
+            id_end = id_start + 2 + header[id_start + 1]
+        heads = tuple((_raw_head(len(raw)), len(raw)) for raw in raws)
+        size = len(view) - (id_end - id_start)
+        return cls(header[:id_start], header[id_end:], heads, size, plan)
+
+    def split(self, view: memoryview) -> tuple[str, list[memoryview]] | None:
+        """(id, raw contents) of a message with this layout — what ``scan`` gives for
+        it — or None when it has another layout."""
+        before = self.before_id
+        pos = len(before)
+        n = len(view)
+        if view[:pos] != before:
+            return None
+        request_id = ""
+        if pos + 1 < n and view[pos] == _ID_TAG:
+            length = view[pos + 1]
+            if length & 0x80:
+                return None
+            start = pos + 2
+            pos = start + length
+            try:
+                request_id = str(view[start:pos], "utf-8")
+            except UnicodeDecodeError:
+                return None
+        if n - (pos - len(before)) != self.size:
+            return None
+        after = self.after_id
+        end = pos + len(after)
+        if view[pos:end] != after:
+            return None
+        raws = []
+        for head, length in self.raw_heads:
+            pos = end + len(head)
+            if view[end:pos] != head:
+                return None
+            end = pos + length
+            raws.append(view[pos:end])
+        return request_id, raws
+
+
+def _raw_head(length: int) -> bytes:
+    head = bytearray((_RAW_TAG,))
+    while length >= 0x80:
+        head.append((length & 0x7F) | 0x80)
+        length >>= 7
+    head.append(length)
+    return bytes(head)
+
+
+def _id_field(header: bytes) -> int:
+    """Where the id field of a scanned header starts; -1 when it has none or its length
+    takes more than one byte."""
+    pos = 0
+    n = len(header)
+    while pos < n:
+        tag = header[pos]
+        length = 0
+        shift = 0
+        start = pos + 1
+        while True:
+            byte = header[start]
+            start += 1
+            length |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+        if tag == _ID_TAG:
+            return pos if start == pos + 2 else -1
+        pos = start + length
+    return -1
+
+
 def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
     shm_inputs = sum(1 for t in request.inputs if _SHM_REGION in t.parameters)
     if raw_count != len(request.inputs) - shm_inputs:
@@ -199,6 +298,7 @@ class RequestPlans:
     def __init__(self, limit: int = MAX_PLANS) -> None:
         self._plans: OrderedDict[bytes, RequestPlan | None] = OrderedDict()
         self._limit = limit
+        self._layout: _Layout | None = None  # of the last message a plan built
 
     def __len__(self) -> int:
         return len(self._plans)
@@ -208,7 +308,15 @@ class RequestPlans:
         ``decode_infer_request(ModelInferRequest.FromString(data))`` gives (which is
         what happens when no plan applies). Raises protobuf's ``DecodeError`` for
         malformed bytes and core errors for invalid requests."""
-        scanned = scan(data)
+        view = memoryview(data)
+        layout = self._layout
+        if layout is not None:
+            split = layout.split(view)
+            if split is not None:
+                request = layout.plan.build(*split)
+                if request is not None:
+                    return request
+        scanned = scan(view)
         if scanned is None:
             return decode_infer_request(_ModelInferRequest.FromString(data))
         key, request_id, raws = scanned
@@ -218,6 +326,7 @@ class RequestPlans:
             if plan is not None:
                 request = plan.build(request_id, raws)
                 if request is not None:
+                    self._layout = _Layout.of(view, plan, raws)
                     return request
             return decode_infer_request(_ModelInferRequest.FromString(data))
         request = decode_infer_request(_ModelInferRequest.FromString(data))
