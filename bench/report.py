@@ -1,4 +1,5 @@
-"""Aggregate the interleaved runs (median per server) into ratios, JSON and a Markdown table."""
+"""Aggregate the interleaved runs (median per server) into ratios — tritium/Triton, and a
+scenario against its baseline scenario — and write them as JSON and Markdown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from bench.scenarios import Scenario
 
 SERVERS = ("tritium", "triton")
 SUBJECT, BASELINE = SERVERS
+_LABELS = {"tritium": "tritium", "triton": "Triton"}
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 @dataclass
 class ScenarioResult:
-    """All rounds of one scenario, in run order per server."""
+    """All rounds of one scenario: `runs[server][i]` is that server's run in round i + 1."""
 
     scenario: Scenario
     runs: dict[str, list[Measurement]] = field(default_factory=lambda: {s: [] for s in SERVERS})
@@ -112,8 +114,80 @@ class ScenarioResult:
         }
 
 
+def paired_ratio(runs: list[Measurement], baseline_runs: list[Measurement]) -> float | None:
+    """Median over rounds of a run's throughput over the baseline's run in the same round
+    (rounds where either failed are left out): drift between rounds cancels in each pair."""
+    pairs = [
+        ratio(m.throughput, b.throughput)
+        for m, b in zip(runs, baseline_runs, strict=False)
+        if m.ok and b.ok
+    ]
+    present = [p for p in pairs if p is not None]
+    return statistics.median(present) if present else None
+
+
+@dataclass(frozen=True)
+class BaselineRatios:
+    """One server's throughput in a scenario over its throughput in the baseline scenario."""
+
+    median_ratio: float | None  # ratio of the medians over rounds
+    paired_ratio: float | None  # median of the per-round ratios
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """A scenario against the scenario it names as its baseline, measured in the same run."""
+
+    scenario: str
+    baseline: str
+    servers: dict[str, BaselineRatios]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.baseline, **{s: vars(r) for s, r in self.servers.items()}}
+
+    def line(self) -> str:
+        """e.g. "`a` vs `b`: tritium 0.98× (paired 1.01×), Triton 1.05× (paired 1.03×)"."""
+        parts = [
+            f"{_LABELS[s]} {_ratio(r.median_ratio)} (paired {_ratio(r.paired_ratio)})"
+            for s, r in self.servers.items()
+        ]
+        return f"`{self.scenario}` vs `{self.baseline}`: {', '.join(parts)}"
+
+
+def compare_to_baseline(
+    result: ScenarioResult, results: list[ScenarioResult]
+) -> BaselineComparison | None:
+    """`result` against its baseline scenario; None when it has none or it is not in `results`."""
+    name = result.scenario.baseline
+    base = next((r for r in results if r.scenario.name == name), None) if name else None
+    if base is None:
+        return None
+    return BaselineComparison(
+        scenario=result.scenario.name,
+        baseline=base.scenario.name,
+        servers={
+            s: BaselineRatios(
+                median_ratio=ratio(result.summary(s).throughput, base.summary(s).throughput),
+                paired_ratio=paired_ratio(result.runs[s], base.runs[s]),
+            )
+            for s in SERVERS
+        },
+    )
+
+
+def baseline_lines(results: list[ScenarioResult]) -> list[str]:
+    """One line per scenario whose baseline scenario is in the run."""
+    comparisons = (compare_to_baseline(r, results) for r in results)
+    return [c.line() for c in comparisons if c is not None]
+
+
 def report_json(meta: dict[str, Any], results: list[ScenarioResult]) -> dict[str, Any]:
-    return {**meta, "scenarios": [r.to_json() for r in results]}
+    scenarios = []
+    for r in results:
+        comparison = compare_to_baseline(r, results)
+        baseline = comparison.to_json() if comparison else None
+        scenarios.append({**r.to_json(), "baseline": baseline})
+    return {**meta, "scenarios": scenarios}
 
 
 def _num(value: float | None) -> str:
@@ -165,13 +239,24 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         f"- commit: `{meta['commit']}`",
         f"- machine: {meta['machine']}",
         f"- servers: {meta['servers']}",
-        f"- rounds: {meta['rounds']} (interleaved tritium, Triton, …); medians per server",
+        f"- rounds: {meta['rounds']} (each round runs every scenario, tritium then Triton); "
+        "medians per server",
         f"- setup: {meta['setup']}",
         f"- load average (1/5/15 min) at start {meta.get('load_average_start')}, "
         f"at end {meta.get('load_average_end')}",
         "",
         markdown_table(results),
     ]
+    against = baseline_lines(results)
+    if against:
+        out += ["", "## Against a baseline scenario", ""]
+        out += [
+            "Throughput of each server in the scenario over its throughput in the baseline "
+            "scenario: ratio of the medians, and (paired) the median of the per-round ratios, "
+            "which the machine's drift between rounds does not bias.",
+            "",
+        ]
+        out += [f"- {line}" for line in against]
     if meta.get("interrupted"):
         out[2:2] = ["**Interrupted: partial results.**", ""]
     errors = [(r.scenario.name, *e) for r in results for e in r.errors()]

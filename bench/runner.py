@@ -6,10 +6,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
-import os
-import platform
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from bench import server_cpu
+from bench import run_meta, server_cpu
 from bench.anchors import (
     REPO_ROOT,
     Anchors,
@@ -29,7 +26,14 @@ from bench.anchors import (
 )
 from bench.measurement import Measurement
 from bench.perf import run_perf_analyzer
-from bench.report import SERVERS, ScenarioResult, markdown_report, markdown_table, report_json
+from bench.report import (
+    SERVERS,
+    ScenarioResult,
+    baseline_lines,
+    markdown_report,
+    markdown_table,
+    report_json,
+)
 from bench.scenarios import (
     DEFAULT_SETTINGS,
     QUICK_SETTINGS,
@@ -44,7 +48,6 @@ from bench.servers import (
     TritiumServer,
     TritonServer,
     http_get,
-    server_metadata,
     shm_names,
     wait_models_ready,
 )
@@ -66,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help=f"scenarios to run (default: all): {', '.join(SCENARIO_NAMES)}",
     )
-    p.add_argument("--rounds", type=int, help="interleaved rounds per scenario (default 3)")
+    p.add_argument(
+        "--rounds", type=int, help="rounds, each running every scenario once (default 3)"
+    )
     p.add_argument(
         "--quick", action="store_true", help="smoke test: 1 round, short measurement windows"
     )
@@ -158,14 +163,14 @@ def run_bench(
     results = [ScenarioResult(s) for s in scenarios]
     meta: dict[str, Any] = {
         "timestamp": timestamp,
-        "commit": _commit(),
-        "machine": _machine(),
+        "commit": run_meta.commit(),
+        "machine": run_meta.machine(),
         "repository": str(repository),
         "rounds": rounds,
-        "setup": _describe_setup(settings),
+        "setup": run_meta.describe_setup(settings),
         "settings": vars(settings),
         "servers": "",
-        "load_average_start": _load_average(),
+        "load_average_start": run_meta.load_average(),
     }
     code = 0
     with _terminate_as_interrupt():
@@ -182,14 +187,13 @@ def run_bench(
                     server.start()
                     wait_models_ready(server.url, models)
                     shm_owned |= _server_shm(server)
-                meta["servers"] = _describe_servers(servers)
+                meta["servers"] = run_meta.describe_servers(servers)
                 if tritium_args and "tritium" in servers:
                     meta["servers"] += f" (tritium flags: {' '.join(tritium_args)})"
                 print(f"[bench] {meta['servers']}", flush=True)
-                for result in results:
-                    _run_scenario(result, servers, anchors, settings, rounds, logs_dir, models)
-                    for server in servers.values():
-                        shm_owned |= _server_shm(server)
+                _run_rounds(
+                    results, servers, anchors, settings, rounds, logs_dir, models, shm_owned
+                )
         except BenchSetupError as exc:
             print(f"bench: error: {exc}", file=sys.stderr)
             code = 2
@@ -197,7 +201,7 @@ def run_bench(
             print("\n[bench] interrupted; servers stopped", file=sys.stderr)
             meta["interrupted"] = True
             code = 130
-    meta["load_average_end"] = _load_average()
+    meta["load_average_end"] = run_meta.load_average()
     leaked = sorted(n for n in shm_owned if (SHM_DIR / n).exists())
     if leaked:
         # Provably ours (mapped by a server under test), so they are removed, and reported.
@@ -212,42 +216,72 @@ def run_bench(
     return code
 
 
-def _run_scenario(
-    result: ScenarioResult,
+def _run_rounds(
+    results: list[ScenarioResult],
     servers: dict[str, Server],
     anchors: Anchors,
     settings: MeasureSettings,
     rounds: int,
     logs_dir: Path,
     models: list[str],
+    shm_owned: set[str],
 ) -> None:
-    scenario = result.scenario
-    if scenario.tool == "wrk" and anchors.wrk is None:
-        result.skipped = "wrk not installed"
-        print(f"[bench] {scenario.name}: skipped (wrk not on PATH)", flush=True)
-        return
+    """Measure round by round: each round runs every scenario, each on every server in turn.
+
+    Throughput on these shared machines drifts over minutes; running all rounds of one
+    scenario before the next would let that drift bias comparisons between scenarios (e.g.
+    two instances against one), so every round spans them all. `shm_owned` grows with the
+    shared-memory regions the servers mapped, also when the run is interrupted.
+    """
+    measured = []
+    for result in results:
+        if result.scenario.tool == "wrk" and anchors.wrk is None:
+            result.skipped = "wrk not installed"
+            print(f"[bench] {result.scenario.name}: skipped (wrk not on PATH)", flush=True)
+        else:
+            measured.append(result)
     for rnd in range(1, rounds + 1):
-        for name, server in servers.items():
-            log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
-            _restart_if_dead(server, models, logs_dir)
-            url = server.grpc_url if scenario.protocol == "grpc" else server.url
-            before = server_cpu.sample(server.pgid, server.url, scenario.model)
-            m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
-            if not m.ok and not _alive(server):
-                # It crashed under this load (Triton 2.51 does in gRPC streaming runs):
-                # measure once more on a fresh start, and record that run.
-                _restart_if_dead(server, models, logs_dir)
-                before = server_cpu.sample(server.pgid, server.url, scenario.model)
-                m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
-            after = server_cpu.sample(server.pgid, server.url, scenario.model)
-            if m.ok:
-                m = replace(
-                    m,
-                    server_cpu_us=server_cpu.cpu_us_per_request(before, after),
-                    mean_batch_size=server_cpu.mean_batch_size(before, after),
+        for result in measured:
+            scenario = result.scenario
+            for name, server in servers.items():
+                log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
+                m = _run_once(scenario, server, anchors, settings, logs_dir, models, log_path)
+                result.runs[name].append(m)
+                print(
+                    f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True
                 )
-            result.runs[name].append(m)
-            print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
+            for server in servers.values():
+                shm_owned |= _server_shm(server)
+
+
+def _run_once(
+    scenario: Scenario,
+    server: Server,
+    anchors: Anchors,
+    settings: MeasureSettings,
+    logs_dir: Path,
+    models: list[str],
+    log_path: Path,
+) -> Measurement:
+    """One run of `scenario` on `server`, with the server's CPU and batch sizes over it."""
+    _restart_if_dead(server, models, logs_dir)
+    url = server.grpc_url if scenario.protocol == "grpc" else server.url
+    before = server_cpu.sample(server.pgid, server.url, scenario.model)
+    m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
+    if not m.ok and not _alive(server):
+        # It crashed under this load (Triton 2.51 does in gRPC streaming runs):
+        # measure once more on a fresh start, and record that run.
+        _restart_if_dead(server, models, logs_dir)
+        before = server_cpu.sample(server.pgid, server.url, scenario.model)
+        m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
+    after = server_cpu.sample(server.pgid, server.url, scenario.model)
+    if not m.ok:
+        return m
+    return replace(
+        m,
+        server_cpu_us=server_cpu.cpu_us_per_request(before, after),
+        mean_batch_size=server_cpu.mean_batch_size(before, after),
+    )
 
 
 def _alive(server: Server) -> bool:
@@ -306,6 +340,10 @@ def _write_results(
     md_path.write_text(markdown_report(meta, results))
     print()
     print(markdown_table(results))
+    lines = baseline_lines(results)
+    if lines:
+        print("\nAgainst a baseline scenario (throughput, median and paired rounds):")
+        print("\n".join(lines))
     for r in results:
         for server, rnd, err in r.errors():
             print(f"error: {r.scenario.name} {server} round {rnd}: {err}")
@@ -344,59 +382,8 @@ def _ports(text: str) -> tuple[int, int, int]:
     return parts[0], parts[1], parts[2]
 
 
-def _load_average() -> list[float]:
-    # Other work on these shared machines skews absolute numbers; the load shows how much.
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _server_shm(server: Server) -> set[str]:
     pgid = server.pgid
     return shm_names(pgid) if pgid is not None else set()
-
-
-def _commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True
-        ).stdout.strip()
-
-    try:
-        commit = git("rev-parse", "--short", "HEAD")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (no commit)"
-    try:
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
-    except (OSError, subprocess.CalledProcessError):
-        dirty = False
-    return commit + ("-dirty" if dirty else "")
-
-
-def _machine() -> str:
-    cpu = "unknown CPU"
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    return (
-        f"{os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}, "
-        f"Python {platform.python_version()}; both servers and the load generator share them"
-    )
-
-
-def _describe_setup(s: MeasureSettings) -> str:
-    return (
-        f"perf_analyzer -i http --concurrency-range C:C "
-        f"--measurement-interval={s.measurement_interval_ms} "
-        f"--stability-percentage={s.stability_percentage} --max-trials={s.max_trials} "
-        f"(throughput and p50/p99 from its -f CSV); wrk -t{s.wrk_threads} -c64 "
-        f"-d{s.wrk_duration_s}s after a {s.wrk_warmup_s}s warm-up"
-    )
-
-
-def _describe_servers(servers: dict[str, Server]) -> str:
-    parts = []
-    for name, server in servers.items():
-        md = server_metadata(server.url)
-        parts.append(f"{name} {md.get('version', '?')} at {server.url}")
-    return ", ".join(parts)

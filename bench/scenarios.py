@@ -25,6 +25,9 @@ class Scenario:
     acceptance: bool = False
     # perf_analyzer's -i: "http" or "grpc".
     protocol: Literal["http", "grpc"] = "http"
+    # Another scenario this one is compared with, per server (e.g. two instances against
+    # one); the report gives the throughput ratios when both are in the run.
+    baseline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         concurrency=64,
         description="identity FP32[16] with two instances, HTTP binary, 64 in flight",
         perf_args=("--shape", "INPUT0:16"),
+        baseline="identity_http_binary_c64",
     ),
     Scenario(
         name="image_sum_http_binary_c8",

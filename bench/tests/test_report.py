@@ -4,9 +4,29 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from bench.measurement import Measurement
-from bench.report import ScenarioResult, markdown_report, markdown_table, summarize
+from bench.report import (
+    BaselineRatios,
+    ScenarioResult,
+    baseline_lines,
+    compare_to_baseline,
+    markdown_report,
+    markdown_table,
+    paired_ratio,
+    report_json,
+    summarize,
+)
 from bench.scenarios import select_scenarios
+
+META = {
+    "timestamp": "T",
+    "commit": "abc",
+    "machine": "2 CPUs",
+    "servers": "s",
+    "rounds": 3,
+    "setup": "x",
+}
 
 
 def m(throughput: float, p50: float = 100.0, p99: float = 200.0) -> Measurement:
@@ -85,3 +105,78 @@ def test_markdown_table_rows() -> None:
     }
     page = markdown_report(meta, [ok, skipped])
     assert "- `add_sub_http_binary_c8` tritium round 2: Thread [0] had error: x" in page
+
+
+def _identity_pair() -> tuple[ScenarioResult, ScenarioResult]:
+    base, inst2 = (
+        ScenarioResult(s)
+        for s in select_scenarios(["identity_http_binary_c64", "identity_inst2_http_binary_c64"])
+    )
+    return base, inst2
+
+
+def test_every_baseline_names_a_known_scenario() -> None:
+    named = {s.name: s.baseline for s in select_scenarios(None) if s.baseline}
+    assert named == {"identity_inst2_http_binary_c64": "identity_http_binary_c64"}
+    assert set(named.values()) <= {s.name for s in select_scenarios(None)}
+
+
+def test_paired_ratio_pairs_rounds_and_skips_failed_ones() -> None:
+    err = Measurement(error="x")
+    # Round 2: the scenario failed; round 3: the baseline failed; both are left out.
+    assert paired_ratio([m(110), err, m(330), m(360)], [m(100), m(200), err, m(400)]) == (
+        pytest.approx(1.0)
+    )
+    # An interrupted run leaves the later scenario a round short: unpaired rounds do not count.
+    assert paired_ratio([m(30)], [m(10), m(1000)]) == 3.0
+    assert paired_ratio([err], [m(10)]) is None
+    assert paired_ratio([], []) is None
+
+
+def test_comparison_with_the_baseline_scenario_per_server() -> None:
+    base, inst2 = _identity_pair()
+    err = Measurement(error="x")
+    base.runs["tritium"] = [m(100), m(200), err, m(400)]
+    inst2.runs["tritium"] = [m(110), err, m(330), m(360)]
+    # Triton drifts up over the rounds: the medians mislead, the paired rounds do not.
+    base.runs["triton"] = [m(100), m(200), m(300)]
+    inst2.runs["triton"] = [m(90), m(180), m(600)]
+    c = compare_to_baseline(inst2, [base, inst2])
+    assert c is not None and (c.scenario, c.baseline) == (inst2.scenario.name, base.scenario.name)
+    assert c.servers["tritium"] == BaselineRatios(median_ratio=330 / 200, paired_ratio=1.0)
+    assert c.servers["triton"] == BaselineRatios(median_ratio=180 / 200, paired_ratio=0.9)
+    assert c.line() == (
+        "`identity_inst2_http_binary_c64` vs `identity_http_binary_c64`: "
+        "tritium 1.65× (paired 1.00×), Triton 0.90× (paired 0.90×)"
+    )
+    data = report_json({}, [base, inst2])["scenarios"]
+    assert data[0]["baseline"] is None
+    assert data[1]["baseline"] == {
+        "scenario": "identity_http_binary_c64",
+        "tritium": {"median_ratio": 1.65, "paired_ratio": 1.0},
+        "triton": {"median_ratio": 0.9, "paired_ratio": 0.9},
+    }
+    page = markdown_report(META, [base, inst2])
+    assert "\n## Against a baseline scenario\n" in page
+    assert f"\n- {c.line()}\n" in page
+    assert baseline_lines([base, inst2]) == [c.line()]
+
+
+def test_no_comparison_without_the_baseline_scenario_in_the_run() -> None:
+    base, inst2 = _identity_pair()
+    inst2.runs["tritium"] = [m(100)]
+    assert compare_to_baseline(inst2, [inst2]) is None
+    assert compare_to_baseline(base, [base, inst2]) is None  # it names no baseline
+    assert report_json({}, [inst2])["scenarios"][0]["baseline"] is None
+    assert baseline_lines([inst2]) == []
+    assert "Against a baseline" not in markdown_report(META, [inst2])
+
+
+def test_a_baseline_without_successful_runs_gives_no_ratios() -> None:
+    base, inst2 = _identity_pair()
+    base.runs["tritium"] = [Measurement(error="x")]
+    inst2.runs["tritium"] = [m(100)]
+    c = compare_to_baseline(inst2, [base, inst2])
+    assert c is not None
+    assert c.servers["tritium"] == BaselineRatios(None, None)
+    assert "tritium — (paired —)" in c.line()

@@ -11,13 +11,12 @@ from tritonclient.grpc import service_pb2
 from tritium.core.errors import InvalidArgument
 from tritium.core.types import InferResponse, OutputTensor
 from tritium.frontends.grpc import infer_plans
-from tritium.frontends.grpc.infer_codec import (
-    decode_infer_request,
-    encode_infer_response,
+from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
+from tritium.frontends.grpc.infer_plans import RequestPlans, scan
+from tritium.frontends.grpc.infer_response_bytes import (
     encode_infer_response_bytes,
     stream_response_bytes,
 )
-from tritium.frontends.grpc.infer_plans import RequestPlans, scan
 
 
 def _request(request_id: str = "", values=(1.0, 2.0, 3.0, 4.0), **params) -> bytes:

@@ -18,13 +18,12 @@ from tritonclient.grpc import service_pb2
 from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
 from tritium.core.types import InferResponse
-from tritium.frontends.grpc.infer_codec import (
-    decode_infer_request,
-    encode_infer_response,
+from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
+from tritium.frontends.grpc.infer_plans import RequestPlans
+from tritium.frontends.grpc.infer_response_bytes import (
     encode_infer_response_bytes,
     stream_response_bytes,
 )
-from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import Service
 

@@ -1,0 +1,66 @@
+"""What a bench run records about itself: commit, machine, load, setup, servers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+from bench.anchors import REPO_ROOT
+from bench.scenarios import MeasureSettings
+from bench.servers import Server, server_metadata
+
+
+def load_average() -> list[float]:
+    # Other work on these shared machines skews absolute numbers; the load shows how much.
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (no commit)"
+    try:
+        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.CalledProcessError):
+        dirty = False
+    return commit + ("-dirty" if dirty else "")
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{os.cpu_count()} CPUs ({cpu}), {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}; both servers and the load generator share them"
+    )
+
+
+def describe_setup(s: MeasureSettings) -> str:
+    return (
+        f"perf_analyzer -i http --concurrency-range C:C "
+        f"--measurement-interval={s.measurement_interval_ms} "
+        f"--stability-percentage={s.stability_percentage} --max-trials={s.max_trials} "
+        f"(throughput and p50/p99 from its -f CSV); wrk -t{s.wrk_threads} -c64 "
+        f"-d{s.wrk_duration_s}s after a {s.wrk_warmup_s}s warm-up"
+    )
+
+
+def describe_servers(servers: dict[str, Server]) -> str:
+    parts = []
+    for name, server in servers.items():
+        md = server_metadata(server.url)
+        parts.append(f"{name} {md.get('version', '?')} at {server.url}")
+    return ", ".join(parts)

@@ -1,0 +1,105 @@
+"""Serialised ``ModelInferResponse`` / ``ModelStreamInferResponse`` bytes, built without
+message objects.
+
+Fields are serialised in field-number order, so the model fields and the output
+descriptions of a response are the same bytes for every response with the same model,
+version, output names, types and shapes: they are serialised once (by protobuf) and
+reused, and only the id and the raw contents are spliced in per response. The result is
+byte for byte what :func:`~tritium.frontends.grpc.infer_codec.encode_infer_response`
+followed by ``SerializeToString`` gives, which stays the path for responses with
+parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tritonclient.grpc import service_pb2
+
+from tritium.core import datatypes
+from tritium.core.types import InferResponse
+from tritium.frontends.grpc.infer_codec import encode_infer_response, raw_output_bytes
+
+_RAW_OUTPUT_TAG = b"\x32"  # ModelInferResponse.raw_output_contents (field 6, the last)
+_INFER_RESPONSE_TAG = b"\x12"  # ModelStreamInferResponse.infer_response (field 2)
+_SKELETONS_LIMIT = 256
+_ID_TAG = b"\x1a"  # ModelInferResponse.id (field 3)
+_skeletons: dict[tuple, tuple[bytes, bytes]] = {}
+
+
+def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _raw_view(datatype: str, array: np.ndarray) -> tuple[int, Any]:
+    """(byte size, bytes-like) of one output's raw content, without a copy when the
+    array already has the wire layout."""
+    if datatype != "BYTES":
+        dtype = datatypes.raw_dtype(datatype)
+        if array.dtype == dtype and array.flags.c_contiguous:
+            return array.nbytes, array.data.cast("B") if array.ndim else array.tobytes()
+    data = raw_output_bytes(datatype, array)
+    return len(data), data
+
+
+def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -> bytes:
+    """The serialised form of :func:`encode_infer_response`'s message, built without
+    one. Fields are serialised in field-number order, so the model fields and the output
+    descriptions are serialised once per distinct (model, version, output names, types,
+    shapes) and reused; the id and the raw contents are spliced in. Responses with
+    parameters are serialised through protobuf."""
+    outputs = response.outputs
+    if len(outputs) == 1:  # the usual case, keyed without a tuple per output
+        out = outputs[0]
+        if response.parameters or out.parameters:
+            return encode_infer_response(response, request_id).SerializeToString()
+        key: tuple = (response.model_name, response.model_version, out.name, out.datatype, out.shape)
+    else:
+        if response.parameters or any(out.parameters for out in outputs):
+            return encode_infer_response(response, request_id).SerializeToString()
+        key = (
+            response.model_name,
+            response.model_version,
+            *[(out.name, out.datatype, out.shape) for out in outputs],
+        )
+    skeleton = _skeletons.get(key)
+    if skeleton is None:
+        head = service_pb2.ModelInferResponse(
+            model_name=response.model_name, model_version=response.model_version
+        ).SerializeToString()
+        message = service_pb2.ModelInferResponse()
+        for out in outputs:
+            message.outputs.add(
+                name=out.name, datatype=out.datatype, shape=[int(d) for d in out.shape]
+            )
+        skeleton = (head, message.SerializeToString())
+        if len(_skeletons) >= _SKELETONS_LIMIT:
+            _skeletons.clear()
+        _skeletons[key] = skeleton
+    response_id = response.id or request_id
+    if response_id:
+        encoded = response_id.encode()
+        parts: list[Any] = [skeleton[0], _ID_TAG + _varint(len(encoded)), encoded, skeleton[1]]
+    else:
+        parts = list(skeleton)
+    for out in outputs:
+        if out.shared_memory:
+            parts.append(b"\x32\x00")
+            continue
+        size, data = _raw_view(out.datatype, out.data)
+        parts.append(_RAW_OUTPUT_TAG + _varint(size))
+        parts.append(data)
+    return b"".join(parts)
+
+
+def stream_response_bytes(infer_response: bytes) -> bytes:
+    """A serialised ``ModelStreamInferResponse`` carrying one serialised response."""
+    return _INFER_RESPONSE_TAG + _varint(len(infer_response)) + infer_response
