@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 
@@ -426,5 +427,29 @@ def test_arrivals_during_the_delay_are_polled_once_per_loop_turn():
         assert runner.batches == [["0", "1", "2", "3"]]
         runner.finish()
         assert [(await w).id for w in waiters] == ["0", "1", "2", "3"]
+
+    asyncio.run(main())
+
+
+def test_answered_requests_leave_no_cyclic_garbage():
+    """Each request is freed by reference counting once answered: a queue entry and its
+    caller's completion must not keep each other alive for the cycle collector."""
+
+    async def main():
+        runner = FakeRunner("a")
+        sched = _batcher([runner])
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(3):
+                waiters = [sched.submit(_req(i)) for i in range(4)]
+                while runner.inflight:
+                    runner.finish()
+                    await _settle()
+                assert [w.result().id for w in waiters] == ["0", "1", "2", "3"]
+                del waiters
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
 
     asyncio.run(main())

@@ -33,17 +33,27 @@ Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run wh
 
 class _Waiter(Completion):
     """The caller's completion of one queued request: cancelling it abandons the
-    request (dropped if still queued, flagged if running) before the callbacks run."""
+    request (dropped if still queued, flagged if running) before the callbacks run.
+
+    The queue entry refers back to its waiter, so the waiter lets go of the entry once
+    settled: no request outlives its answer waiting for the cycle collector.
+    """
 
     __slots__ = ("batcher", "entry")
 
     batcher: DynamicBatcher
-    entry: QueuedRequest
+    entry: QueuedRequest | None
+
+    def _finish(self, result: object, exception: BaseException | None) -> None:
+        self.entry = None
+        super()._finish(result, exception)
 
     def cancel(self, msg: object = None) -> bool:
-        if self.done():
+        entry = self.entry
+        if entry is None or self.done():
             return False
-        self.batcher._abandon(self.entry)
+        self.entry = None
+        self.batcher._abandon(entry)
         return super().cancel(msg)
 
 
