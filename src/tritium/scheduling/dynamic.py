@@ -50,7 +50,7 @@ class _Waiter(Completion):
 
     def cancel(self, msg: object = None) -> bool:
         entry = self.entry
-        if entry is None or self.done():
+        if entry is None:  # settled already
             return False
         self.entry = None
         self.batcher._abandon(entry)

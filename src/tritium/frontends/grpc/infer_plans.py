@@ -105,15 +105,22 @@ class RequestPlan:
         return request
 
 
-def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None:
-    """(header key, request id, raw contents) of a message in the usual field order;
-    None for anything else (the caller then parses it with protobuf)."""
-    view = memoryview(data)
+@dataclass(slots=True)
+class _Fields:
+    """Where the top-level fields of a message in the usual order lie."""
+
+    header_end: int  # the header fields (1-6) end where the raw contents begin
+    id_field: tuple[int, int, int] | None  # (field start, value start, end) of the id
+    raws: list[tuple[int, int, int]]  # (field start, value start, end) per raw content
+
+
+def _fields(view: memoryview) -> _Fields | None:
+    """The fields of a message in the usual field order; None for anything else."""
     n = len(view)
     pos = 0
     header_end = -1
-    id_start = id_end = -1
-    raws: list[memoryview] = []
+    id_field = None
+    raws: list[tuple[int, int, int]] = []
     while pos < n:
         tag = view[pos]
         if pos + 1 >= n:
@@ -138,14 +145,13 @@ def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None
         if tag == _RAW_TAG:
             if header_end < 0:
                 header_end = pos
-            raws.append(view[start:end])
+            raws.append((pos, start, end))
         elif header_end >= 0:
             return None  # a header field after the raw contents
         elif tag == _ID_TAG:
-            if id_start >= 0:
+            if id_field is not None:
                 return None
-            id_start, id_end = pos, end
-            id_value = (start, end)
+            id_field = (pos, start, end)
         elif tag not in _HEADER_TAGS:
             return None
         pos = end
@@ -153,14 +159,29 @@ def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None
         header_end = n
     if header_end > MAX_KEY:
         return None
-    if id_start < 0:
+    return _Fields(header_end, id_field, raws)
+
+
+def _split(view: memoryview, fields: _Fields) -> tuple[bytes, str, list[memoryview]] | None:
+    """(header key, request id, raw contents) of a message with these fields."""
+    raws = [view[start:end] for _, start, end in fields.raws]
+    header_end = fields.header_end
+    if fields.id_field is None:
         return bytes(view[:header_end]), "", raws
+    id_start, value_start, id_end = fields.id_field
     try:
-        request_id = str(view[id_value[0] : id_value[1]], "utf-8")
+        request_id = str(view[value_start:id_end], "utf-8")
     except UnicodeDecodeError:
         return None
-    key = bytes(view[:id_start]) + bytes(view[id_end:header_end])
-    return key, request_id, raws
+    return bytes(view[:id_start]) + bytes(view[id_end:header_end]), request_id, raws
+
+
+def scan(data: bytes | memoryview) -> tuple[bytes, str, list[memoryview]] | None:
+    """(header key, request id, raw contents) of a message in the usual field order;
+    None for anything else (the caller then parses it with protobuf)."""
+    view = memoryview(data)
+    fields = _fields(view)
+    return None if fields is None else _split(view, fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,21 +195,26 @@ class _Layout:
     plan: RequestPlan
 
     @classmethod
-    def of(cls, view: memoryview, plan: RequestPlan, raws: list[memoryview]) -> _Layout | None:
-        """The layout of ``view``, which ``scan`` split into ``raws`` and a key with
-        ``plan``; None when the plan has a content of variable size (BYTES)."""
+    def of(cls, view: memoryview, fields: _Fields, plan: RequestPlan) -> _Layout | None:
+        """The layout of ``view`` (with these fields), which ``plan`` built; None when the
+        plan has a content of variable size (BYTES) or the id's length takes two bytes."""
         if any(spec.size < 0 for spec in plan.inputs if not spec.shm):
             return None
-        header_end = len(view) - sum(len(_raw_head(len(raw))) + len(raw) for raw in raws)
-        header = bytes(view[:header_end])
-        id_start = id_end = _id_field(header)
-        if id_start < 0:
+        header_end = fields.header_end
+        if fields.id_field is None:
             id_start = id_end = header_end
         else:
-            id_end = id_start + 2 + header[id_start + 1]
-        heads = tuple((_raw_head(len(raw)), len(raw)) for raw in raws)
-        size = len(view) - (id_end - id_start)
-        return cls(header[:id_start], header[id_end:], heads, size, plan)
+            id_start, value_start, id_end = fields.id_field
+            if value_start != id_start + 2:
+                return None
+        heads = tuple((bytes(view[pos:start]), end - start) for pos, start, end in fields.raws)
+        return cls(
+            bytes(view[:id_start]),
+            bytes(view[id_end:header_end]),
+            heads,
+            len(view) - (id_end - id_start),
+            plan,
+        )
 
     def split(self, view: memoryview) -> tuple[str, list[memoryview]] | None:
         """(id, raw contents) of a message with this layout — what ``scan`` gives for
@@ -223,38 +249,6 @@ class _Layout:
             end = pos + length
             raws.append(view[pos:end])
         return request_id, raws
-
-
-def _raw_head(length: int) -> bytes:
-    head = bytearray((_RAW_TAG,))
-    while length >= 0x80:
-        head.append((length & 0x7F) | 0x80)
-        length >>= 7
-    head.append(length)
-    return bytes(head)
-
-
-def _id_field(header: bytes) -> int:
-    """Where the id field of a scanned header starts; -1 when it has none or its length
-    takes more than one byte."""
-    pos = 0
-    n = len(header)
-    while pos < n:
-        tag = header[pos]
-        length = 0
-        shift = 0
-        start = pos + 1
-        while True:
-            byte = header[start]
-            start += 1
-            length |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                break
-            shift += 7
-        if tag == _ID_TAG:
-            return pos if start == pos + 2 else -1
-        pos = start + length
-    return -1
 
 
 def _plan_for(request: InferRequest, raw_count: int) -> RequestPlan | None:
@@ -316,8 +310,8 @@ class RequestPlans:
                 request = layout.plan.build(*split)
                 if request is not None:
                     return request
-        scanned = scan(view)
-        if scanned is None:
+        fields = _fields(view)
+        if fields is None or (scanned := _split(view, fields)) is None:
             return decode_infer_request(_ModelInferRequest.FromString(data))
         key, request_id, raws = scanned
         plans = self._plans
@@ -326,7 +320,7 @@ class RequestPlans:
             if plan is not None:
                 request = plan.build(request_id, raws)
                 if request is not None:
-                    self._layout = _Layout.of(view, plan, raws)
+                    self._layout = _Layout.of(view, fields, plan)
                     return request
             return decode_infer_request(_ModelInferRequest.FromString(data))
         request = decode_infer_request(_ModelInferRequest.FromString(data))
