@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
 import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from bench.anchors import BenchSetupError, locate_anchors
 from bench.runner import _terminate_as_interrupt, _uninterruptible
 from bench.scenarios import QUICK_SETTINGS, Scenario
 from bench.servers import group_pids
+from bench.tests.local_http import JsonHandler, serving
 from bench.wrk import run_wrk
 
 
@@ -62,34 +61,19 @@ def test_signal_during_server_stop_waits_until_stop_finished() -> None:
     assert finished == [True]
 
 
-class _InferHandler(http.server.BaseHTTPRequestHandler):
+class _InferHandler(JsonHandler):
     bodies: list[bytes] = []
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         body = self.rfile.read(int(self.headers["Content-Length"]))
         _InferHandler.bodies.append(body)
-        answer = json.dumps({"outputs": json.loads(body)["inputs"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply(200, json.dumps({"outputs": json.loads(body)["inputs"]}).encode())
 
 
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _InferHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_InferHandler) as url:
+        yield url
 
 
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")

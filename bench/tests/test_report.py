@@ -95,15 +95,7 @@ def test_markdown_table_rows() -> None:
     assert table[3].startswith("| `identity_http_json_c64` | skipped: no wrk |")
     # Every row has as many cells as the header.
     assert {line.count("|") for line in table} == {table[0].count("|")}
-    meta = {
-        "timestamp": "T",
-        "commit": "abc",
-        "machine": "2 CPUs",
-        "servers": "s",
-        "rounds": 3,
-        "setup": "x",
-    }
-    page = markdown_report(meta, [ok, skipped])
+    page = markdown_report(META, [ok, skipped])
     assert "- `add_sub_http_binary_c8` tritium round 2: Thread [0] had error: x" in page
 
 

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +18,7 @@ from bench.server_cpu import (
     parse_counts,
     sample,
 )
+from bench.tests.local_http import JsonHandler, serving
 
 from tritium.core.statistics import ModelStatistics
 
@@ -87,39 +86,24 @@ def test_parse_counts_keeps_the_fields_present() -> None:
     assert parse_counts(b'{"error": "x"}') == ModelCounts(None, None, None)
 
 
-class _StatsHandler(http.server.BaseHTTPRequestHandler):
+class _StatsHandler(JsonHandler):
     stats = ModelStatistics()
     paths: list[str] = []
 
     def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
         _StatsHandler.paths.append(self.path)
         if self.path == "/v2/models/identity/stats":
-            status, body = 200, _stats_body(_StatsHandler.stats)
+            self.reply(200, _stats_body(_StatsHandler.stats))
         else:
-            status, body = 400, b'{"error": "unknown model"}'
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+            self.reply(400, b'{"error": "unknown model"}')
 
 
 @pytest.fixture
 def stats_server() -> Iterator[str]:
     _StatsHandler.stats = ModelStatistics()
     _StatsHandler.paths = []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _StatsHandler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_StatsHandler) as url:
+        yield url
 
 
 def test_samples_give_cpu_per_request_and_mean_batch_over_the_span(stats_server: str) -> None:
