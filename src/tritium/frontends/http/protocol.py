@@ -1,7 +1,9 @@
 """HTTP/1.1 connections on an ``asyncio.Protocol`` with the httptools parser.
 
 One protocol object per connection. Requests are parsed as bytes arrive, routed, and
-handled; synchronous handlers answer at once, coroutine handlers run as tasks.
+handled; synchronous handlers answer at once, coroutine handlers run as tasks. A read
+that repeats the connection's last request head with a body of the same length skips the
+parser (see ``request_heads``).
 Pipelined requests are answered strictly in request order whatever order their
 handlers finish in. Reading pauses while too many requests are queued or while the
 transport's write buffer is full, and resumes when both drain. Each response is one
@@ -28,6 +30,7 @@ from tritium.frontends.http.messages import (
     HttpResponse,
     error_response,
 )
+from tritium.frontends.http.request_heads import RequestHead, planned_head
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.status import STATUS_LINES, status_line
 
@@ -78,6 +81,11 @@ class HttpProtocol(asyncio.Protocol):
         self._body_size = 0
         self._too_large = False
         self._in_message = False
+        # repeated heads: the last one read twice in a row, and the one before
+        self._head: RequestHead | None = None
+        self._candidate = b""
+        self._completed = 0
+        self._plannable: tuple[str, str, str] | None = None
         # connection state
         self._stop_parsing = False
         self._draining = False
@@ -114,16 +122,41 @@ class HttpProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._stop_parsing:
             return
+        idle = not self._in_message
+        head = self._head
+        if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
+            if not self._draining:
+                self._answer(
+                    True, head.method, head.path, head.query, head.headers, data[len(head.raw) :]
+                )
+                return
+        self._completed = 0
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             # The request itself was handled; protocol upgrades are not offered.
             self._stop_parsing = True
             self._close_if_idle()
+            return
         except httptools.HttpParserError as exc:
             # Bytes after a request that closes the connection are ignored, not refused.
             if not self._stop_parsing:
                 self._fail(error_response(400, f"malformed HTTP request: {exc}"))
+            return
+        if idle and self._completed == 1 and not self._in_message:
+            self._remember_head(data)
+
+    def _remember_head(self, data: bytes) -> None:
+        """Keep the head of a read that held exactly one request once it repeats."""
+        found = self._plannable
+        if found is None or self._stop_parsing:
+            return
+        raw = data[: len(data) - self._body_size]
+        if raw != self._candidate:
+            self._candidate = raw
+            return
+        self._head = planned_head(raw, self._body_size, *found, self._headers)
+        self._candidate = b""
 
     def begin_drain(self) -> None:
         """Finish the requests already received, then close; read no new ones."""
@@ -204,47 +237,71 @@ class HttpProtocol(asyncio.Protocol):
         keep_alive = (
             parser.should_keep_alive() and not self._draining and not parser.should_upgrade()
         )
+        self._completed += 1
+        self._plannable = None
         if not keep_alive:
             self._stop_parsing = True
-        slot = _Slot(keep_alive, http10)
-        self._queue.append(slot)
         if self._too_large:
+            slot = _Slot(keep_alive, http10)
+            self._queue.append(slot)
             slot.response = self._too_large_response()
             self._stop_parsing = True
-        else:
-            self._dispatch(slot, parser.get_method().decode("ascii", "replace"))
-        if slot.response is not None and self._queue[0] is slot:
-            self._flush()
-        elif len(self._queue) >= self._max_pipeline:
-            self._update_reading()
+            if self._queue[0] is slot:
+                self._flush()
+            return
+        method = parser.get_method().decode("ascii", "replace")
+        path, query = _split_url(self._url)
+        if keep_alive and not http10:
+            self._plannable = (method, path, query)
+        body = self._body
+        self._body = []
+        self._answer(
+            keep_alive,
+            method,
+            path,
+            query,
+            self._headers,
+            body[0] if len(body) == 1 else b"".join(body),
+            http10,
+        )
 
     # ---------------------------------------------------------------- handling
 
-    def _dispatch(self, slot: _Slot, method: str) -> None:
-        url = self._url
-        if not url.startswith(b"/"):
-            try:
-                parsed = httptools.parse_url(url)
-                url = (parsed.path or b"/") + (b"?" + parsed.query if parsed.query else b"")
-            except httptools.HttpParserInvalidURLError:
-                url = b"/"
-        path, _, query = url.partition(b"?")
-        path = path.partition(b"#")[0].decode("latin-1")
+    def _answer(
+        self,
+        keep_alive: bool,
+        method: str,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+        http10: bool = False,
+    ) -> None:
+        """Queue one whole request's slot, handle it, and write what is ready."""
+        slot = _Slot(keep_alive, http10)
+        queue = self._queue
+        queue.append(slot)
+        self._dispatch(slot, method, path, query, headers, body)
+        if slot.response is not None and queue[0] is slot:
+            self._flush()
+        elif len(queue) >= self._max_pipeline:
+            self._update_reading()
+
+    def _dispatch(
+        self,
+        slot: _Slot,
+        method: str,
+        path: str,
+        query: str,
+        headers: dict[str, str],
+        body: bytes,
+    ) -> None:
         match = self._router.match(method, path)
         handler = match.handler
         if handler is None:
             slot.response = NOT_FOUND if match.status == 404 else METHOD_NOT_ALLOWED
             return
-        body = self._body
-        request = HttpRequest(
-            method,
-            path,
-            query.decode("latin-1"),
-            self._headers,
-            body[0] if len(body) == 1 else b"".join(body),
-            slot.http10,
-        )
-        self._body = []
+        request = HttpRequest(method, path, query, headers, body, slot.http10)
         try:
             result = handler(request, match.params)
         except Exception as exc:
@@ -371,3 +428,15 @@ class HttpProtocol(asyncio.Protocol):
             and self._transport is not None
         ):
             self._transport.close()
+
+
+def _split_url(url: bytes) -> tuple[str, str]:
+    """(decoded path, query) of a request target; absolute forms keep their path."""
+    if not url.startswith(b"/"):
+        try:
+            parsed = httptools.parse_url(url)
+            url = (parsed.path or b"/") + (b"?" + parsed.query if parsed.query else b"")
+        except httptools.HttpParserInvalidURLError:
+            url = b"/"
+    path, _, query = url.partition(b"?")
+    return path.partition(b"#")[0].decode("latin-1"), query.decode("latin-1")
