@@ -174,7 +174,11 @@ class KServeRoutes:
         return DeferredResponse(
             done,
             partial(
-                self._encode, model, version, infer_request.id, prefs,
+                self._encode,
+                model,
+                version,
+                infer_request.id,
+                prefs,
                 request.headers.get("accept-encoding"),
             ),
         )

@@ -68,12 +68,12 @@ class OutputPrefs:
     def get(self, name: str) -> OutputPref:
         pref = self.by_name.get(name)
         if pref is None:
-            return _BINARY if self.default_binary else _JSON
+            return BINARY_PREF if self.default_binary else JSON_PREF
         return pref
 
 
-_JSON = OutputPref()
-_BINARY = OutputPref(binary=True)
+JSON_PREF = OutputPref()
+BINARY_PREF = OutputPref(binary=True)
 
 
 # ----------------------------------------------------------------------- helpers
@@ -323,13 +323,11 @@ def _decode_inputs(
         tensors.append(tensor)
     if offset != end:
         raise InvalidArgument(f"unexpected additional input data for model '{model}'")
-    # Triton reports these once the request exists, so they carry the request-id tag.
-    tag = f"[request id: {request.id or '<id_unknown>'}] "
     if len(tensors) > 1 and len({t.name for t in tensors}) != len(tensors):
         seen: set[str] = set()
         for t in tensors:
             if t.name in seen:
-                raise InvalidArgument(f"{tag}input '{t.name}' already exists in request")
+                raise InvalidArgument(f"{_tag(request)}input '{t.name}' already exists in request")
             seen.add(t.name)
     try:
         for tensor, count, chunk in pending:
@@ -339,8 +337,13 @@ def _decode_inputs(
     except InvalidArgument as exc:
         if exc.message.startswith("incomplete string data"):
             raise  # the one binary-data message Triton leaves untagged
-        raise InvalidArgument(tag + exc.message) from None
+        raise InvalidArgument(_tag(request) + exc.message) from None
     return tensors
+
+
+def _tag(request: InferRequest) -> str:
+    """Triton reports some input errors once the request exists, with its id."""
+    return f"[request id: {request.id or '<id_unknown>'}] "
 
 
 _PLANS = HeaderPlans()
@@ -371,6 +374,16 @@ def decode_infer_request(
     ):
         counts = [datatypes.element_count(t.shape) for t in request.inputs]
         _PLANS.put(header, plan_from(request, sizes, counts, prefs))
+    elif not (request.shared_memory or request.parameters or request.flags):
+        # Everything of the request but its data (see ``InferRequest.layout_key``): a
+        # layout found valid once is not checked again.
+        outputs = request.outputs
+        request.layout_key = (
+            request.id,
+            request.correlation_id,
+            tuple([(t.name, t.datatype, t.shape) for t in request.inputs]),
+            None if outputs is None else tuple([o.name for o in outputs]),
+        )
     return request, prefs
 
 

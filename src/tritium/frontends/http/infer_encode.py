@@ -21,7 +21,7 @@ from tritium.core import datatypes
 from tritium.core.errors import InternalError, Unsupported
 from tritium.core.types import InferResponse
 from tritium.frontends.http.classification import top_k
-from tritium.frontends.http.infer_decode import OutputPrefs
+from tritium.frontends.http.infer_decode import BINARY_PREF, JSON_PREF, OutputPrefs
 from tritium.frontends.http.json_tensors import encode_json_data, nonfinite_json
 
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
@@ -42,11 +42,7 @@ class ClassificationContext:
 def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
     if datatype == "BYTES":
         return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
-    if (
-        array.flags.c_contiguous
-        and array.dtype == datatypes.raw_dtype(datatype)
-        and array.size
-    ):
+    if array.flags.c_contiguous and array.dtype == datatypes.raw_dtype(datatype) and array.size:
         # Already laid out as the wire wants it (the usual case): no conversion.
         return memoryview(array).cast("B")
     flat = np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).reshape(-1)
@@ -83,10 +79,16 @@ def encode_infer_response(
 ) -> tuple[list[bytes | memoryview], int | None]:
     """Return the body chunks and the JSON header length (None without binary data)."""
     rid = response.id or request_id
-    if not response.parameters and not prefs.wants_classification:
+    by_name = prefs.by_name
+    if (
+        (prefs.default_binary or by_name)
+        and not response.parameters
+        and not prefs.wants_classification
+    ):
         fast = _encode_all_binary(response, prefs, rid)
         if fast is not None:
             return fast
+    default = BINARY_PREF if prefs.default_binary else JSON_PREF
     doc: dict = {}
     if rid:
         doc["id"] = rid
@@ -98,14 +100,14 @@ def encode_infer_response(
     binaries: list[bytes | memoryview] = []
     floats: list[dict] = []
     for out in response.outputs:
-        pref = prefs.get(out.name)
+        pref = by_name.get(out.name, default) if by_name else default
         datatype = out.datatype
         shape = [int(d) for d in out.shape]
         array = out.data
         count = 1
         for d in shape:
             count *= d
-        if array is None or np.size(array) != count:
+        if array is None or (array.size if type(array) is np.ndarray else np.size(array)) != count:
             raise InternalError(
                 f"output tensor shape does not match size of output for '{out.name}'"
             )

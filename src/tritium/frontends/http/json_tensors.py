@@ -141,9 +141,15 @@ def _to_text(item: object) -> str:
     return str(item)
 
 
-def encode_json_data(name: str, datatype: str, array: np.ndarray) -> np.ndarray | list[str]:
-    """The JSON ``data`` of an output: a flat numpy array orjson can write, or a list
-    of str for BYTES. orjson writes NaN and infinities as ``null``; see
+#: Up to this many elements an FP32 output is written from a list of floats.
+_SMALL = 64
+
+
+def encode_json_data(
+    name: str, datatype: str, array: np.ndarray
+) -> np.ndarray | list[str] | list[float]:
+    """The JSON ``data`` of an output: a flat numpy array or list orjson can write (a
+    list of str for BYTES). orjson writes NaN and infinities as ``null``; see
     :func:`nonfinite_json` for Triton's spelling of them.
     """
     if datatype == "BYTES":
@@ -155,15 +161,18 @@ def encode_json_data(name: str, datatype: str, array: np.ndarray) -> np.ndarray 
         )
     if datatype == "FP32":
         # Written as the double of each float, digit for digit what Triton writes
-        # (0.1f -> 0.10000000149011612).
-        return np.asarray(array, dtype=np.float32).reshape(-1).astype(np.float64)
+        # (0.1f -> 0.10000000149011612). Python floats are those doubles; for small
+        # tensors a list of them is quicker to make than a float64 copy.
+        flat = np.asarray(array, dtype=np.float32).reshape(-1)
+        return flat.tolist() if flat.size <= _SMALL else flat.astype(np.float64)
     return np.ascontiguousarray(array, dtype=datatypes.numpy_dtype(datatype)).reshape(-1)
 
 
-def nonfinite_json(flat: np.ndarray) -> bytes | None:
+def nonfinite_json(flat: np.ndarray | list[float]) -> bytes | None:
     """JSON array text of a float array holding NaN or infinities, spelled as Triton
     (RapidJSON) writes them: ``NaN``, ``Infinity``, ``-Infinity``; None when all finite.
     """
+    flat = np.asarray(flat, dtype=np.float64)
     finite = np.isfinite(flat)
     if finite.all():
         return None

@@ -381,6 +381,19 @@ class HttpProtocol(asyncio.Protocol):
         if keep and self._stop_parsing and not self._queue and not self._in_message:
             keep = False  # the last answer this connection will give
         body = response.body
+        if keep and not slot.http10 and not response.headers:
+            # The usual answer: status line, type and length from one cached prefix.
+            key = (response.status, response.content_type)
+            prefix = _PREFIXES.get(key) or _prefix(*key)
+            if type(body) is bytes:
+                data = b"%b%d\r\n\r\n%b" % (prefix, len(body), body)
+            else:
+                size = 0
+                for chunk in body:
+                    size += len(chunk)
+                data = b"".join((b"%b%d\r\n\r\n" % (prefix, size), *body))
+            self._transport.write(data)  # type: ignore[union-attr]
+            return True
         parts: list[bytes | memoryview] = [
             STATUS_LINES.get((response.status, slot.http10))
             or status_line(response.status, slot.http10)
@@ -428,6 +441,20 @@ class HttpProtocol(asyncio.Protocol):
             and self._transport is not None
         ):
             self._transport.close()
+
+
+# (status, content type) -> the HTTP/1.1 head of a keep-alive answer up to its length
+_PREFIXES: dict[tuple[int, bytes | None], bytes] = {}
+
+
+def _prefix(status: int, content_type: bytes | None) -> bytes:
+    prefix = STATUS_LINES.get((status, False)) or status_line(status)
+    if content_type is not None:
+        prefix += b"Content-Type: " + content_type + b"\r\n"
+    prefix += b"Content-Length: "
+    if len(_PREFIXES) < 64:  # content types come from handlers: a handful
+        _PREFIXES[(status, content_type)] = prefix
+    return prefix
 
 
 def _split_url(url: bytes) -> tuple[str, str]:
