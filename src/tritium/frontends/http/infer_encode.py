@@ -102,7 +102,7 @@ def encode_infer_response(
     for out in response.outputs:
         pref = by_name.get(out.name, default) if by_name else default
         datatype = out.datatype
-        shape = [int(d) for d in out.shape]
+        shape = out.shape  # orjson writes tuples and numpy integers as JSON arrays and numbers
         array = out.data
         count = 1
         for d in shape:

@@ -25,6 +25,7 @@ _INT_ONLY = frozenset({int})
 _NUMBER = frozenset({int, float})
 _BOOL_ONLY = frozenset({bool})
 _STR_ONLY = frozenset({str})
+_F32 = np.dtype(np.float32)
 
 # Triton's JSON reader wording for a value of the wrong kind.
 _KIND_ERROR = {
@@ -92,6 +93,16 @@ def decode_json_data(
         raise InvalidArgument(
             f"Unable to parse 'data': attempt to access JSON non-array as array for input '{name}'"
         )
+    if datatype == "FP32" and count:
+        # The usual case, a flat list of numbers: array('f') refuses nested lists and
+        # non-numbers itself (the general path below then words the error), but takes
+        # booleans, which Triton refuses.
+        try:
+            values = array("f", data)
+        except (TypeError, OverflowError):
+            values = None
+        if values is not None and len(values) == count and bool not in set(map(type, data)):
+            return np.ndarray(shape, _F32, values)
     flat, types = flatten(data)
     if len(flat) != count:
         raise _count_error(name, model, datatype, count, len(flat))
