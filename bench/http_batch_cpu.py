@@ -134,10 +134,17 @@ class _Connection:
 
 
 class _Clients:
-    """64 keep-alive clients, one request outstanding on each."""
+    """Keep-alive clients (64 by default), one request outstanding on each."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: _ReadClock | None, request: bytes):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        clock: _ReadClock | None,
+        request: bytes,
+        connections: int,
+    ):
         self.loop = loop
+        self.count = connections
         self.clock = clock
         self.request = request
         self.connections: list[_Connection] = []
@@ -149,7 +156,7 @@ class _Clients:
         self.done: asyncio.Future | None = None
 
     def open(self, routes: Router) -> None:
-        for _ in range(CONNECTIONS):
+        for _ in range(self.count):
             conn = _Connection(self)
             conn.protocol = HttpProtocol(routes, set(), max_input_size=MAX_INPUT)
             conn.protocol.connection_made(conn)  # type: ignore[arg-type]
@@ -219,7 +226,12 @@ class _Clients:
 
 
 async def _measure(
-    manager: ModelManager, service: Service, requests: int, binary: bool, profile: bool
+    manager: ModelManager,
+    service: Service,
+    requests: int,
+    binary: bool,
+    profile: bool,
+    connections: int,
 ) -> None:
     loaded = manager.get(MODEL)
     clock = _ReadClock()
@@ -229,7 +241,10 @@ async def _measure(
     router = Router()
     KServeRoutes(service, MAX_INPUT).register(router)
     clients = _Clients(
-        asyncio.get_running_loop(), clock, binary_request() if binary else json_request()
+        asyncio.get_running_loop(),
+        clock,
+        binary_request() if binary else json_request(),
+        connections,
     )
     clients.open(router)
     try:
@@ -263,14 +278,14 @@ async def _measure(
     )
 
 
-async def _run(requests: int, binary: bool, profile: bool) -> None:
+async def _run(requests: int, binary: bool, profile: bool, connections: int) -> None:
     manager = ModelManager([REPOSITORY], LoadOptions())
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         service = await _load(manager)
-        await _measure(manager, service, requests, binary, profile)
+        await _measure(manager, service, requests, binary, profile, connections)
     finally:
         try:
             await manager.unload_all(5.0)
@@ -283,11 +298,19 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--binary", action="store_true", help="binary tensors, not JSON")
     parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    parser.add_argument(
+        "--connections",
+        type=int,
+        default=CONNECTIONS,
+        help="clients, one request outstanding each: the batch size (at most 64)",
+    )
     args = parser.parse_args()
+    if not 1 <= args.connections <= CONNECTIONS:
+        parser.error(f"--connections must be between 1 and {CONNECTIONS}")
     if args.requests < 1:
         parser.error("--requests must be at least 1")
     try:
-        uvloop.run(_run(args.requests, args.binary, args.profile))
+        uvloop.run(_run(args.requests, args.binary, args.profile, args.connections))
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     except asyncio.CancelledError:

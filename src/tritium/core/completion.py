@@ -75,16 +75,24 @@ class Completion(Generic[T]):
             self._callbacks.append(callback)
 
     def set_result(self, result: T) -> None:
-        self._finish(result, None)
-
-    def set_exception(self, exception: BaseException) -> None:
-        self._finish(None, exception)
-
-    def _finish(self, result: Any, exception: BaseException | None) -> None:
+        # Written out rather than shared with set_exception: this runs for every request.
         if self._state != _PENDING:
             raise asyncio.InvalidStateError("the completion is already settled")
         self._state = _FINISHED
         self._result = result
+        callbacks = self._callbacks
+        if callbacks:
+            self._callbacks = []
+            for callback in callbacks:
+                try:
+                    callback(self)
+                except Exception:  # noqa: BLE001 - one consumer's bug must not starve the others
+                    log.exception("completion callback %r failed", callback)
+
+    def set_exception(self, exception: BaseException) -> None:
+        if self._state != _PENDING:
+            raise asyncio.InvalidStateError("the completion is already settled")
+        self._state = _FINISHED
         self._exception = exception
         self._run_callbacks()
 

@@ -35,18 +35,15 @@ class _Waiter(Completion):
     """The caller's completion of one queued request: cancelling it abandons the
     request (dropped if still queued, flagged if running) before the callbacks run.
 
-    The queue entry refers back to its waiter, so the waiter lets go of the entry once
-    settled: no request outlives its answer waiting for the cycle collector.
+    The queue entry refers back to its waiter, so the batcher lets go of the entry
+    before it settles the waiter: no request outlives its answer waiting for the cycle
+    collector.
     """
 
     __slots__ = ("batcher", "entry")
 
     batcher: DynamicBatcher
     entry: QueuedRequest | None
-
-    def _finish(self, result: object, exception: BaseException | None) -> None:
-        self.entry = None
-        super()._finish(result, exception)
 
     def cancel(self, msg: object = None) -> bool:
         entry = self.entry
@@ -286,6 +283,7 @@ class DynamicBatcher:
                 for entry, response in zip(batch, responses):
                     waiter = entry.token
                     if not waiter.done():
+                        waiter.entry = None
                         waiter.set_result(response)
                 return
         for entry in batch:
@@ -331,6 +329,7 @@ class DynamicBatcher:
             self.fail_all(Unavailable("no instance of the model is running"))
 
 
-def _fail(waiter: Waiter, error: BaseException) -> None:
+def _fail(waiter: _Waiter, error: BaseException) -> None:
     if not waiter.done():
+        waiter.entry = None
         waiter.set_exception(error)

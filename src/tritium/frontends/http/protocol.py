@@ -370,8 +370,11 @@ class HttpProtocol(asyncio.Protocol):
             if not self._write(queue.popleft()):
                 self._transport.close()  # type: ignore[union-attr]
                 return
-        self._update_reading()
-        self._close_if_idle()
+        # A shorter queue can only end a pause, and only a stopped parser closes.
+        if self._read_paused:
+            self._update_reading()
+        if self._stop_parsing:
+            self._close_if_idle()
 
     def _write(self, slot: _Slot) -> bool:
         """Write one response; False when the connection must close after it."""
