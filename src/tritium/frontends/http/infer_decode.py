@@ -59,6 +59,7 @@ class OutputPref:
 class OutputPrefs:
     """Output preferences of a request: explicit per-output ones, and the default for
     outputs the request did not name (``binary_data_output``; binary for raw bodies).
+    Read-only once decoded: requests with the same preferences may share one.
     """
 
     default_binary: bool = False
@@ -74,6 +75,7 @@ class OutputPrefs:
 
 JSON_PREF = OutputPref()
 BINARY_PREF = OutputPref(binary=True)
+_DEFAULT_PREFS = OutputPrefs()
 
 
 # ----------------------------------------------------------------------- helpers
@@ -401,7 +403,8 @@ def _decode(
     if type(doc) is not dict:
         raise _not_member("inputs")
     request = InferRequest(model_name, model_version)
-    prefs = OutputPrefs()
+    # Only parameters and outputs change the defaults, which are shared (read-only).
+    prefs = OutputPrefs() if "parameters" in doc or "outputs" in doc else _DEFAULT_PREFS
     if "id" in doc:
         request.id = _get_str(doc, "id")
     if "parameters" in doc:

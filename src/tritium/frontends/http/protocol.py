@@ -384,17 +384,21 @@ class HttpProtocol(asyncio.Protocol):
         if keep and self._stop_parsing and not self._queue and not self._in_message:
             keep = False  # the last answer this connection will give
         body = response.body
-        if keep and not slot.http10 and not response.headers:
+        if keep and not slot.http10:
             # The usual answer: status line, type and length from one cached prefix.
             key = (response.status, response.content_type)
             prefix = _PREFIXES.get(key) or _prefix(*key)
+            end = b"\r\n\r\n"
+            if response.headers:
+                end = b"".join([b"\r\n", *(n + b": " + v + b"\r\n" for n, v in response.headers)])
+                end += b"\r\n"
             if type(body) is bytes:
-                data = b"%b%d\r\n\r\n%b" % (prefix, len(body), body)
+                data = b"%b%d%b%b" % (prefix, len(body), end, body)
             else:
                 size = 0
                 for chunk in body:
                     size += len(chunk)
-                data = b"".join((b"%b%d\r\n\r\n" % (prefix, size), *body))
+                data = b"".join((b"%b%d%b" % (prefix, size, end), *body))
             self._transport.write(data)  # type: ignore[union-attr]
             return True
         parts: list[bytes | memoryview] = [
