@@ -42,8 +42,12 @@ def _exec_message(in_arena: Arena) -> bytes:
     in_arena.buf[64:80] = data
     in_arena.buf[128:144] = data
     item = {
-        "id": "", "corr": 0, "flags": 0, "params": {}, "outputs": None,
-        "inputs": [["INPUT0", "FP32", [4], 64, 16], ["INPUT1", "FP32", [4], 128, 16]],
+        "id": "",
+        "corr": 0,
+        "flags": 0,
+        "params": {},
+        "outputs": None,
+        "inputs": [["INPUT0", "FP32", [4], 16], ["INPUT1", "FP32", [4], 16]],
     }
     return encode({"op": "exec", "requests": [item]})
 

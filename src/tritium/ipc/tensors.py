@@ -1,7 +1,9 @@
 """Writing tensors into an arena and reading them back as numpy arrays.
 
-A tensor in an arena is described by ``[name, datatype, shape, offset, nbytes]``. Fixed-size
-types are stored raw (little-endian, row-major); BYTES use Triton's length-prefixed form.
+A tensor in an arena is described by ``[name, datatype, shape, nbytes]``. Fixed-size types
+are stored raw (little-endian, row-major); BYTES use Triton's length-prefixed form. The
+tensors of one message lie back to back in the order they are described, each at the next
+``ALIGN`` boundary (see :func:`layout`), so offsets are never sent: both sides count them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 from tritium.core import datatypes
 from tritium.ipc.arena import align
 
-Descriptor = list  # [name, datatype, shape, offset, nbytes]
+Descriptor = list  # [name, datatype, shape, nbytes]
 
 
 def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | None]:
@@ -37,7 +39,9 @@ def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> 
         # One memcpy, no temporary: the common case.
         buf[offset : offset + n] = array.data.cast("B")
     else:
-        dst = np.ndarray(array.shape, dtype=array.dtype.newbyteorder("<"), buffer=buf, offset=offset)
+        dst = np.ndarray(
+            array.shape, dtype=array.dtype.newbyteorder("<"), buffer=buf, offset=offset
+        )
         np.copyto(dst, array, casting="equiv")
     return n
 
@@ -62,7 +66,9 @@ def view(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: i
     return np.ndarray(tuple(shape), dtype=dtype, buffer=buf, offset=offset)
 
 
-def copy_out(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int) -> np.ndarray:
+def copy_out(
+    buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int
+) -> np.ndarray:
     """Like :func:`view` but owning its memory, so the arena can be reused at once."""
     if datatype == "BYTES":
         return view(buf, datatype, shape, offset, nbytes)

@@ -25,17 +25,32 @@ from tritium.core.datatypes import raw_dtype
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
+from tritium.ipc.arena import ALIGN
 
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
+_ALIGN_MASK = ALIGN - 1
 # Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
 _RAW_DTYPES = {
     wire: raw_dtype(wire)
-    for wire in ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-                 "INT64", "FP16", "FP32", "FP64", "BF16")
+    for wire in (
+        "BOOL",
+        "UINT8",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "FP16",
+        "FP32",
+        "FP64",
+        "BF16",
+    )
 }
 
 
@@ -295,32 +310,45 @@ class WorkerProcess:
         return frame
 
     def _write_batch(self, batch: list[InferRequest]) -> bytes:
+        """Write the batch's inputs and build its exec message: one item per request, and
+        ``0`` for a request whose item would repeat the one before (same layout, same
+        sizes; offsets are counted by the worker)."""
+        n = len(batch)
         sizes = []
         raws = []
         fixed = True
+        encoded_size = ipc_tensors.encoded_size
         for request in batch:
             for tensor in request.inputs:
-                n, raw = ipc_tensors.encoded_size(tensor.datatype, tensor.data)
-                sizes.append(n)
+                size, raw = encoded_size(tensor.datatype, tensor.data)
+                sizes.append(size)
                 raws.append(raw)
                 if raw is not None:
                     fixed = False
         # Cancellation flags: one byte per request at the start of the arena.
-        offsets, end = ipc_tensors.layout(sizes, start=len(batch))
+        offsets, end = ipc_tensors.layout(sizes, start=n)
         arena = self._in_arena
         if arena is None or end > arena.size:
             arena = self._replace_arena("in", end)
         buf = arena.buf
-        buf[0 : len(batch)] = bytes(len(batch))
-        items = []
+        buf[0:n] = bytes(n)
+        write = ipc_tensors.write
+        items: list[dict[str, Any] | int] = []
         k = 0
+        last_key = None
+        last_sizes: list[int] = []
         for request in batch:
-            inputs = []
+            start = k
             for tensor in request.inputs:
-                off = offsets[k]
-                nbytes = ipc_tensors.write(buf, off, tensor.data, raws[k])
-                inputs.append([tensor.name, tensor.datatype, tensor.shape, off, nbytes])
+                write(buf, offsets[k], tensor.data, raws[k])
                 k += 1
+            key = request.layout_key
+            these = sizes[start:k]
+            if key is not None and key == last_key and these == last_sizes:
+                items.append(0)
+                continue
+            last_key = key
+            last_sizes = these
             outputs = None if request.outputs is None else [o.name for o in request.outputs]
             items.append(
                 {
@@ -329,12 +357,15 @@ class WorkerProcess:
                     "flags": request.flags,
                     "params": request.parameters,
                     "outputs": outputs,
-                    "inputs": inputs,
+                    "inputs": [
+                        [t.name, t.datatype, t.shape, size]
+                        for t, size in zip(request.inputs, these)
+                    ],
                 }
             )
         frame = encode({"op": "exec", "requests": items})
         key = batch[0].layout_key
-        if len(batch) == 1 and key is not None and fixed:
+        if n == 1 and key is not None and fixed:
             # Fixed-size inputs only: the same layout gives the same sizes and offsets.
             if len(self._layouts) >= _LAYOUT_CACHE:
                 self._layouts.clear()
@@ -373,19 +404,32 @@ class WorkerProcess:
             responses = self._read_responses(batch, message)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
             log.exception("%s: malformed reply from worker", self.label)
-            fut.set_exception(InternalError(f"instance '{self.label}' returned a malformed reply: {exc}"))
+            fut.set_exception(
+                InternalError(f"instance '{self.label}' returned a malformed reply: {exc}")
+            )
             return
         # Runs the scheduler's callback now, which may submit the next batch to this worker.
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        """One response per request from the reply's items (``0``: the item before again);
+        the outputs lie back to back from the start of the output arena, and are copied out
+        in one piece (``end`` bytes) so the arena can take the next batch at once."""
         items = reply["responses"]
         if len(items) != len(batch):
             raise InternalError(f"instance '{self.label}' returned a malformed reply")
-        out_buf = self._out_arena.buf if self._out_arena is not None else None
+        end = reply.get("end", 0)
+        block = b""
+        if end:
+            assert self._out_arena is not None
+            block = bytearray(memoryview(self._out_arena.buf)[:end])
         responses: list[InferResponse] = []
         dtypes = _RAW_DTYPES
-        for request, item in zip(batch, items):
+        pos = 0
+        item: dict = {}
+        for request, entry in zip(batch, items):
+            if entry != 0:
+                item = entry
             response = InferResponse(request.model_name, request.model_version, request.id)
             outputs = item.get("outputs")
             if outputs is None:
@@ -393,13 +437,18 @@ class WorkerProcess:
                 response.error = error_from_code(err[0], err[1])
             else:
                 tensors = response.outputs
-                for name, datatype, shape, off, nbytes in outputs:
+                for name, datatype, shape, nbytes in outputs:
+                    off = pos
+                    pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
+                    if off + nbytes > end:
+                        raise InternalError(f"instance '{self.label}' returned a malformed reply")
                     dtype = dtypes.get(datatype)
                     if dtype is None:  # BYTES
-                        data = ipc_tensors.copy_out(out_buf, datatype, shape, off, nbytes)
+                        data = ipc_tensors.copy_out(block, datatype, shape, off, nbytes)
+                    elif nbytes:
+                        data = np.ndarray(shape, dtype, block, off)
                     else:
-                        # Owning copy, so the arena can take the next batch at once.
-                        data = np.ndarray(shape, dtype, out_buf, off).copy()
+                        data = np.empty(shape, dtype)
                     tensors.append(OutputTensor(name, datatype, data.shape, data))
                 params = item.get("params")
                 if params:

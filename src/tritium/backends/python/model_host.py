@@ -42,8 +42,21 @@ _new_tensor = object.__new__
 # Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
 _RAW_DTYPES = {
     wire: raw_dtype(wire)
-    for wire in ("BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
-                 "INT64", "FP16", "FP32", "FP64", "BF16")
+    for wire in (
+        "BOOL",
+        "UINT8",
+        "UINT16",
+        "UINT32",
+        "UINT64",
+        "INT8",
+        "INT16",
+        "INT32",
+        "INT64",
+        "FP16",
+        "FP32",
+        "FP64",
+        "BF16",
+    )
 }
 
 
@@ -68,6 +81,7 @@ class ModelHost:
         self.instance_name = self.model_name
         self._pending: list[tuple[int, list[Any]]] | None = None
         self._pending_replies: list[dict[str, Any]] | None = None
+        self._pending_end = 0
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
         self._all_outputs: list[str] = []
         self._has_is_ready = False
@@ -96,7 +110,9 @@ class ModelHost:
             spec.loader.exec_module(module)
         except Exception as exc:
             traceback.print_exc()
-            raise ModelLoadError(f"failed to load model '{self.model_name}': {_describe(exc)}") from exc
+            raise ModelLoadError(
+                f"failed to load model '{self.model_name}': {_describe(exc)}"
+            ) from exc
         model_class = getattr(module, "TritonPythonModel", None)
         if model_class is None:
             raise ModelLoadError(
@@ -169,7 +185,9 @@ class ModelHost:
 
     # -- execution ----------------------------------------------------------------------
 
-    def _build_requests(self, items: list[dict[str, Any]], arena: Arena) -> list[Any]:
+    def _build_requests(self, items: list[dict[str, Any] | int], arena: Arena) -> list[Any]:
+        """pb_utils requests over the arena: one per item (``0``: the item before again),
+        inputs back to back after the batch's cancellation flags."""
         buf = arena.buf
         requests = []
         make_tensor = _new_tensor
@@ -177,9 +195,15 @@ class ModelHost:
         dtypes = _RAW_DTYPES
         received = pb_utils.InferenceRequest._received
         model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
-        for index, item in enumerate(items):
+        pos = (len(items) + _ALIGN_MASK) & ~_ALIGN_MASK
+        item: dict[str, Any] = {}
+        for index, entry in enumerate(items):
+            if entry != 0:
+                item = entry  # type: ignore[assignment]
             inputs = []
-            for name, wire, shape, off, nbytes in item["inputs"]:
+            for name, wire, shape, nbytes in item["inputs"]:
+                off = pos
+                pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
                 dtype = dtypes.get(wire)
                 if dtype is None:  # BYTES: decoded into an object array
                     inputs.append(
@@ -212,7 +236,7 @@ class ModelHost:
             )
         return requests
 
-    def execute(self, items: list[dict[str, Any]], in_arena: Arena, out_arena: Arena) -> dict:
+    def execute(self, items: list[dict[str, Any] | int], in_arena: Arena, out_arena: Arena) -> dict:
         t0 = time.monotonic_ns()
         requests = self._build_requests(items, in_arena)
         n = len(requests)
@@ -236,8 +260,9 @@ class ModelHost:
             # Outputs do not fit: the server sends a bigger arena, then "continue".
             self._pending_replies = replies
             self._pending = placed
+            self._pending_end = end
             return {"op": "need", "size": end}
-        return self._write(replies, placed, out_arena)
+        return self._write(replies, placed, out_arena, end)
 
     def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any], int]:
         """Per-request replies, and every output to write with its aligned arena offset:
@@ -258,16 +283,22 @@ class ModelHost:
             # The pb_utils objects are tritium's own: read their fields directly, this
             # loop runs for every response.
             if type(response) is not response_type and not isinstance(response, response_type):
-                replies.append({"error": [
-                    "INTERNAL",
-                    f"Expected an 'InferenceResponse' object in the execute function return "
-                    f"list, found type '{type(response).__name__}'",
-                ]})
+                replies.append(
+                    {
+                        "error": [
+                            "INTERNAL",
+                            f"Expected an 'InferenceResponse' object in the execute function return "
+                            f"list, found type '{type(response).__name__}'",
+                        ]
+                    }
+                )
                 continue
             err = response._error
             if err is not None:
                 code = err.code()
-                code_name = _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
+                code_name = (
+                    _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
+                )
                 replies.append({"error": [code_name, err.message()]})
                 continue
             wanted = request._requested_output_names
@@ -291,7 +322,9 @@ class ModelHost:
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 pos = start
-                replies.append({"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]})
+                replies.append(
+                    {"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]}
+                )
                 continue
             params = response._parameters_dict
             replies.append({"outputs": [], "params": params} if params else {"outputs": []})
@@ -302,14 +335,21 @@ class ModelHost:
         replies, pending = self._pending_replies, self._pending
         self._pending_replies = self._pending = None
         assert replies is not None and pending is not None
-        return self._write(replies, pending, arena)
+        return self._write(replies, pending, arena, self._pending_end)
 
-    def _write(self, replies: list[dict], placed: list[Any], arena: Arena) -> dict:
+    def _write(self, replies: list[dict], placed: list[Any], arena: Arena, end: int) -> dict:
+        """Write the outputs (back to back from the arena's start, as ``_collect`` placed
+        them) and the reply; a reply that repeats the one before is sent as ``0``."""
         buf = arena.buf
         write = ipc_tensors.write
         for off, index, name, wire, shape, array, raw in placed:
             nbytes = write(buf, off, array, raw)
-            replies[index]["outputs"].append([name, wire, shape, off, nbytes])
+            replies[index]["outputs"].append([name, wire, shape, nbytes])
+        items: list[dict | int] = []
+        last = None
+        for reply in replies:
+            items.append(0 if reply == last else reply)
+            last = reply
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
-        return {"op": "result", "responses": replies, "t": timing}
+        return {"op": "result", "responses": items, "t": timing, "end": end}
