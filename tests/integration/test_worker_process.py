@@ -10,6 +10,7 @@ import pytest
 
 from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferRequest, InputTensor, RequestedOutput
+from tritium.ipc import FrameDecoder
 from tritium.workers import WorkerProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
@@ -19,7 +20,9 @@ CONFIG = config_to_json(
 )
 
 
-def _request(key: object, a: np.ndarray, b: np.ndarray, outputs=("OUTPUT0", "OUTPUT1")) -> InferRequest:
+def _request(
+    key: object, a: np.ndarray, b: np.ndarray, outputs=("OUTPUT0", "OUTPUT1")
+) -> InferRequest:
     request = InferRequest("add_sub", "1", "")
     request.layout_key = key
     request.inputs = [
@@ -36,8 +39,13 @@ def worker():
         process = WorkerProcess("add_sub:1")
         await process.spawn()
         await process.load(
-            {"model_name": "add_sub", "model_version": "1", "model_dir": str(EXAMPLES / "add_sub"),
-             "config": CONFIG, "auto_complete": False},
+            {
+                "model_name": "add_sub",
+                "model_version": "1",
+                "model_dir": str(EXAMPLES / "add_sub"),
+                "config": CONFIG,
+                "auto_complete": False,
+            },
             30,
         )
         await process.initialize(
@@ -103,3 +111,74 @@ def test_completion_callbacks_run_before_the_loop_turns(worker):
 
     loop.run_until_complete(run())
     assert order == ["callback", "awaited"]
+
+
+def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
+    loop, process = worker
+    key, other = object(), object()
+    four = np.arange(4, dtype=np.float32)
+    eight = np.arange(8, dtype=np.float32)
+    batch = [
+        _request(key, four, four),
+        _request(key, four + 1, four),  # same item as the one before: sent as 0
+        _request(key, eight, eight),  # same key, other sizes: a full item again
+        _request(None, four, four + 2),  # no key: never repeated
+        _request(None, four, four + 2),
+        _request(other, four, four, outputs=("OUTPUT1",)),
+    ]
+    frames: list[bytes] = []
+    replies: list[dict] = []
+    transport = process._transport
+    write, read = transport.write, process._read_responses
+
+    def spy_write(frame):
+        frames.append(bytes(frame))
+        write(frame)
+
+    def spy_read(requests, reply):
+        replies.append(reply)
+        return read(requests, reply)
+
+    transport.write = spy_write
+    process._read_responses = spy_read
+    try:
+        responses = loop.run_until_complete(process.submit(batch))
+    finally:
+        transport.write = write
+        del process._read_responses
+    (message,) = FrameDecoder().feed(frames[-1])
+    assert [type(item) is int for item in message["requests"]] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    for request, response in zip(batch, responses):
+        assert response.error is None
+        a, b = (t.data for t in request.inputs)
+        got = {t.name: t.data for t in response.outputs}
+        assert set(got) == {o.name for o in request.outputs}
+        if "OUTPUT0" in got:
+            np.testing.assert_array_equal(got["OUTPUT0"], a + b)
+        np.testing.assert_array_equal(got["OUTPUT1"], a - b)
+    # Replies whose descriptors repeat the one before travel as 0 too (first two, and the
+    # fourth and fifth: same names, types, shapes and sizes).
+    items = replies[-1]["responses"]
+    assert [type(item) is int for item in items] == [False, True, False, False, True, False]
+
+
+def test_outputs_outlive_the_next_batch(worker):
+    loop, process = worker
+
+    async def run():
+        first = await process.submit(
+            [_request(None, np.ones(4, np.float32), np.ones(4, np.float32))]
+        )
+        await process.submit([_request(None, np.zeros(4, np.float32), np.zeros(4, np.float32))])
+        return first
+
+    (response,) = loop.run_until_complete(run())
+    np.testing.assert_array_equal(response.outputs[0].data, np.full(4, 2, np.float32))
+    response.outputs[0].data[0] = 7  # owned by the response: writable, the arena untouched
