@@ -253,3 +253,26 @@ def test_planned_head_checks_the_declared_length():
     assert planned_head(head, 5, "POST", "/x", "", headers) is None
     assert planned_head(head, 4, "POST", "/x", "", {"host": "h", "content-length": "+4"}) is None
     assert planned_head(head, 4, "POST", "/x", "", {**headers, "expect": "100-continue"}) is None
+
+
+def test_a_head_that_cannot_be_kept_is_checked_once(monkeypatch):
+    from tritium.frontends.http import protocol
+
+    checks = []
+    real = protocol.planned_head
+
+    def counting(*args):
+        checks.append(args[0])
+        return real(*args)
+
+    monkeypatch.setattr(protocol, "planned_head", counting)
+
+    async def scenario():
+        c = Connection()
+        read = post(b"x", "Content-Type: text/plain", "X-Pad: " + "p" * 9000)  # too long to keep
+        for _ in range(6):
+            c.protocol.data_received(read)
+        assert c.protocol._head is None and len(checks) == 1
+        assert c.answers() == [expected(b"x")] * 6
+
+    run(scenario())

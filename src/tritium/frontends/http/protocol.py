@@ -84,6 +84,7 @@ class HttpProtocol(asyncio.Protocol):
         # repeated heads: the last one read twice in a row, and the one before
         self._head: RequestHead | None = None
         self._candidate = b""
+        self._refused = b""
         self._completed = 0
         self._plannable: tuple[str, str, str] | None = None
         # connection state
@@ -155,7 +156,11 @@ class HttpProtocol(asyncio.Protocol):
         if raw != self._candidate:
             self._candidate = raw
             return
+        if raw == self._refused:
+            return  # a head that cannot be kept is not checked again
         self._head = planned_head(raw, self._body_size, *found, self._headers)
+        if self._head is None:
+            self._refused = raw
         self._candidate = b""
 
     def begin_drain(self) -> None:
