@@ -17,41 +17,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core import InferRequest, InferResponse
 from tritium.core.completion import Completion
-from tritium.core.datatypes import raw_dtype
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.arena import ALIGN
+from tritium.workers.batch_messages import read_responses, write_batch
 
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
-_ALIGN_MASK = ALIGN - 1
-# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
-_RAW_DTYPES = {
-    wire: raw_dtype(wire)
-    for wire in (
-        "BOOL",
-        "UINT8",
-        "UINT16",
-        "UINT32",
-        "UINT64",
-        "INT8",
-        "INT16",
-        "INT32",
-        "INT64",
-        "FP16",
-        "FP32",
-        "FP64",
-        "BF16",
-    )
-}
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -310,67 +287,19 @@ class WorkerProcess:
         return frame
 
     def _write_batch(self, batch: list[InferRequest]) -> bytes:
-        """Write the batch's inputs and build its exec message: one item per request, and
-        ``0`` for a request whose item would repeat the one before (same layout, same
-        sizes; offsets are counted by the worker)."""
-        n = len(batch)
-        sizes = []
-        raws = []
-        fixed = True
-        encoded_size = ipc_tensors.encoded_size
-        for request in batch:
-            for tensor in request.inputs:
-                size, raw = encoded_size(tensor.datatype, tensor.data)
-                sizes.append(size)
-                raws.append(raw)
-                if raw is not None:
-                    fixed = False
-        # Cancellation flags: one byte per request at the start of the arena.
-        offsets, end = ipc_tensors.layout(sizes, start=n)
-        arena = self._in_arena
-        if arena is None or end > arena.size:
-            arena = self._replace_arena("in", end)
-        buf = arena.buf
-        buf[0:n] = bytes(n)
-        write = ipc_tensors.write
-        items: list[dict[str, Any] | int] = []
-        k = 0
-        last_key = None
-        last_sizes: list[int] = []
-        for request in batch:
-            start = k
-            for tensor in request.inputs:
-                write(buf, offsets[k], tensor.data, raws[k])
-                k += 1
-            key = request.layout_key
-            these = sizes[start:k]
-            if key is not None and key == last_key and these == last_sizes:
-                items.append(0)
-                continue
-            last_key = key
-            last_sizes = these
-            outputs = None if request.outputs is None else [o.name for o in request.outputs]
-            items.append(
-                {
-                    "id": request.id,
-                    "corr": request.correlation_id,
-                    "flags": request.flags,
-                    "params": request.parameters,
-                    "outputs": outputs,
-                    "inputs": [
-                        [t.name, t.datatype, t.shape, size]
-                        for t, size in zip(request.inputs, these)
-                    ],
-                }
-            )
-        frame = encode({"op": "exec", "requests": items})
+        frame, layout = write_batch(batch, self._arena_for_inputs)
         key = batch[0].layout_key
-        if n == 1 and key is not None and fixed:
-            # Fixed-size inputs only: the same layout gives the same sizes and offsets.
+        if layout is not None and key is not None:
             if len(self._layouts) >= _LAYOUT_CACHE:
                 self._layouts.clear()
-            self._layouts[key] = (frame, offsets, sizes, end)
+            self._layouts[key] = (frame, *layout)
         return frame
+
+    def _arena_for_inputs(self, size: int) -> Arena:
+        arena = self._in_arena
+        if arena is None or size > arena.size:
+            arena = self._replace_arena("in", size)
+        return arena
 
     def cancel(self, request: InferRequest) -> None:
         """Raise the cancellation flag the model sees through ``request.is_cancelled()``."""
@@ -412,46 +341,5 @@ class WorkerProcess:
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
-        """One response per request from the reply's items (``0``: the item before again);
-        the outputs lie back to back from the start of the output arena, and are copied out
-        in one piece (``end`` bytes) so the arena can take the next batch at once."""
-        items = reply["responses"]
-        if len(items) != len(batch):
-            raise InternalError(f"instance '{self.label}' returned a malformed reply")
-        end = reply.get("end", 0)
-        block = b""
-        if end:
-            assert self._out_arena is not None
-            block = bytearray(memoryview(self._out_arena.buf)[:end])
-        responses: list[InferResponse] = []
-        dtypes = _RAW_DTYPES
-        pos = 0
-        item: dict = {}
-        for request, entry in zip(batch, items):
-            if entry != 0:
-                item = entry
-            response = InferResponse(request.model_name, request.model_version, request.id)
-            outputs = item.get("outputs")
-            if outputs is None:
-                err = item["error"]
-                response.error = error_from_code(err[0], err[1])
-            else:
-                tensors = response.outputs
-                for name, datatype, shape, nbytes in outputs:
-                    off = pos
-                    pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
-                    if off + nbytes > end:
-                        raise InternalError(f"instance '{self.label}' returned a malformed reply")
-                    dtype = dtypes.get(datatype)
-                    if dtype is None:  # BYTES
-                        data = ipc_tensors.copy_out(block, datatype, shape, off, nbytes)
-                    elif nbytes:
-                        data = np.ndarray(shape, dtype, block, off)
-                    else:
-                        data = np.empty(shape, dtype)
-                    tensors.append(OutputTensor(name, datatype, data.shape, data))
-                params = item.get("params")
-                if params:
-                    response.parameters = params
-            responses.append(response)
-        return responses
+        out = self._out_arena
+        return read_responses(batch, reply, out.buf if out is not None else None, self.label)

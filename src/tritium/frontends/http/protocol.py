@@ -31,8 +31,8 @@ from tritium.frontends.http.messages import (
     error_response,
 )
 from tritium.frontends.http.request_heads import RequestHead, planned_head
+from tritium.frontends.http.response_bytes import response_bytes
 from tritium.frontends.http.router import Router
-from tritium.frontends.http.status import STATUS_LINES, status_line
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -388,49 +388,7 @@ class HttpProtocol(asyncio.Protocol):
         keep = slot.keep_alive and not response.close
         if keep and self._stop_parsing and not self._queue and not self._in_message:
             keep = False  # the last answer this connection will give
-        body = response.body
-        if keep and not slot.http10:
-            # The usual answer: status line, type and length from one cached prefix.
-            key = (response.status, response.content_type)
-            prefix = _PREFIXES.get(key) or _prefix(*key)
-            end = b"\r\n\r\n"
-            if response.headers:
-                end = b"".join([b"\r\n", *(n + b": " + v + b"\r\n" for n, v in response.headers)])
-                end += b"\r\n"
-            if type(body) is bytes:
-                data = b"%b%d%b%b" % (prefix, len(body), end, body)
-            else:
-                size = 0
-                for chunk in body:
-                    size += len(chunk)
-                data = b"".join((b"%b%d%b" % (prefix, size, end), *body))
-            self._transport.write(data)  # type: ignore[union-attr]
-            return True
-        parts: list[bytes | memoryview] = [
-            STATUS_LINES.get((response.status, slot.http10))
-            or status_line(response.status, slot.http10)
-        ]
-        if response.content_type is not None:
-            parts.append(b"Content-Type: " + response.content_type + b"\r\n")
-        if response.headers:
-            for name, value in response.headers:
-                parts.append(name + b": " + value + b"\r\n")
-        if type(body) is bytes:
-            size = len(body)
-        else:
-            size = sum(len(chunk) for chunk in body)
-        parts.append(b"Content-Length: %d\r\n" % size)
-        if not keep:
-            parts.append(b"Connection: close\r\n\r\n")
-        elif slot.http10:
-            parts.append(b"Connection: keep-alive\r\n\r\n")
-        else:
-            parts.append(b"\r\n")
-        if type(body) is bytes:
-            parts.append(body)
-        else:
-            parts.extend(body)
-        self._transport.write(b"".join(parts))  # type: ignore[union-attr]
+        self._transport.write(response_bytes(response, keep, slot.http10))  # type: ignore[union-attr]
         return keep
 
     def _update_reading(self) -> None:
@@ -453,20 +411,6 @@ class HttpProtocol(asyncio.Protocol):
             and self._transport is not None
         ):
             self._transport.close()
-
-
-# (status, content type) -> the HTTP/1.1 head of a keep-alive answer up to its length
-_PREFIXES: dict[tuple[int, bytes | None], bytes] = {}
-
-
-def _prefix(status: int, content_type: bytes | None) -> bytes:
-    prefix = STATUS_LINES.get((status, False)) or status_line(status)
-    if content_type is not None:
-        prefix += b"Content-Type: " + content_type + b"\r\n"
-    prefix += b"Content-Length: "
-    if len(_PREFIXES) < 64:  # content types come from handlers: a handful
-        _PREFIXES[(status, content_type)] = prefix
-    return prefix
 
 
 def _split_url(url: bytes) -> tuple[str, str]:

@@ -1,0 +1,140 @@
+"""The two messages of one batch between the server and a worker, without I/O.
+
+``write_batch`` writes the batch's inputs into the input arena and builds the exec message;
+``read_responses`` turns the worker's reply and the output arena into responses. Tensors
+lie back to back at ``ALIGN`` boundaries (inputs after one cancellation-flag byte per
+request, outputs from the start of the output arena), so descriptors carry sizes and both
+sides count offsets. An item that would repeat the one before it travels as ``0``: requests
+of one layout (same ``layout_key`` and sizes), and replies the worker finds equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core.datatypes import raw_dtype
+from tritium.core.errors import InternalError, error_from_code
+from tritium.ipc import Arena, encode
+from tritium.ipc import tensors as ipc_tensors
+from tritium.ipc.arena import ALIGN
+
+_ALIGN_MASK = ALIGN - 1
+# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
+_RAW_DTYPES = {
+    wire: raw_dtype(wire)
+    for wire in (
+        "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
+        "FP16", "FP32", "FP64", "BF16",
+    )
+}  # fmt: skip
+
+#: (input offsets, input sizes, arena end) of a one-request batch of fixed-size inputs.
+Layout = tuple[list[int], list[int], int]
+
+
+def write_batch(
+    batch: list[InferRequest], arena_for: Callable[[int], Arena]
+) -> tuple[bytes, Layout | None]:
+    """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
+    with the layout of a single request with fixed-size inputs (for reuse), else None."""
+    n = len(batch)
+    sizes = []
+    raws = []
+    fixed = True
+    encoded_size = ipc_tensors.encoded_size
+    for request in batch:
+        for tensor in request.inputs:
+            size, raw = encoded_size(tensor.datatype, tensor.data)
+            sizes.append(size)
+            raws.append(raw)
+            if raw is not None:
+                fixed = False
+    # Cancellation flags: one byte per request at the start of the arena.
+    offsets, end = ipc_tensors.layout(sizes, start=n)
+    buf = arena_for(end).buf
+    buf[0:n] = bytes(n)
+    write = ipc_tensors.write
+    items: list[dict[str, Any] | int] = []
+    k = 0
+    last_key = None
+    last_sizes: list[int] = []
+    for request in batch:
+        start = k
+        for tensor in request.inputs:
+            write(buf, offsets[k], tensor.data, raws[k])
+            k += 1
+        key = request.layout_key
+        these = sizes[start:k]
+        if key is not None and key == last_key and these == last_sizes:
+            items.append(0)
+            continue
+        last_key = key
+        last_sizes = these
+        outputs = None if request.outputs is None else [o.name for o in request.outputs]
+        items.append(
+            {
+                "id": request.id,
+                "corr": request.correlation_id,
+                "flags": request.flags,
+                "params": request.parameters,
+                "outputs": outputs,
+                "inputs": [
+                    [t.name, t.datatype, t.shape, size] for t, size in zip(request.inputs, these)
+                ],
+            }
+        )
+    frame = encode({"op": "exec", "requests": items})
+    reusable = n == 1 and fixed and batch[0].layout_key is not None
+    return frame, ((offsets, sizes, end) if reusable else None)
+
+
+def read_responses(
+    batch: list[InferRequest], reply: dict, out_buf: Any, label: str
+) -> list[InferResponse]:
+    """One response per request from the reply's items (``0``: the item before again).
+
+    The reply's ``end`` bytes of ``out_buf`` are copied out in one piece, so the arena can
+    take the next batch at once; every output is a (writable) view of that copy."""
+    items = reply["responses"]
+    if len(items) != len(batch):
+        raise InternalError(f"instance '{label}' returned a malformed reply")
+    end = reply.get("end", 0)
+    block: bytes | bytearray = b""
+    if end:
+        block = bytearray(memoryview(out_buf)[:end])
+    responses: list[InferResponse] = []
+    dtypes = _RAW_DTYPES
+    pos = 0
+    item: dict = {}
+    for request, entry in zip(batch, items):
+        if entry != 0:
+            item = entry
+        response = InferResponse(request.model_name, request.model_version, request.id)
+        outputs = item.get("outputs")
+        if outputs is None:
+            err = item["error"]
+            response.error = error_from_code(err[0], err[1])
+        else:
+            tensors = response.outputs
+            for name, datatype, shape, nbytes in outputs:
+                off = pos
+                pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
+                if off + nbytes > end:
+                    raise InternalError(f"instance '{label}' returned a malformed reply")
+                dtype = dtypes.get(datatype)
+                if dtype is None:  # BYTES
+                    data = ipc_tensors.copy_out(block, datatype, shape, off, nbytes)
+                elif nbytes:
+                    data = np.ndarray(shape, dtype, block, off)
+                else:
+                    data = np.empty(shape, dtype)
+                tensors.append(OutputTensor(name, datatype, data.shape, data))
+            params = item.get("params")
+            if params:
+                response.parameters = params
+        responses.append(response)
+    return responses

@@ -1,0 +1,105 @@
+"""The batch messages between server and worker, without a worker: arenas are bytearrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import orjson
+import pytest
+
+from tritium.core import InferRequest, InputTensor, RequestedOutput
+from tritium.core.datatypes import serialize_bytes
+from tritium.core.errors import InternalError
+from tritium.ipc.arena import align
+from tritium.workers.batch_messages import read_responses, write_batch
+
+
+class Arena:
+    def __init__(self, size: int = 1 << 16) -> None:
+        self.buf = bytearray(size)
+        self.size = size
+        self.asked: list[int] = []
+
+    def __call__(self, size: int) -> Arena:
+        self.asked.append(size)
+        return self
+
+
+def request(key: object, *arrays: np.ndarray, outputs: tuple[str, ...] | None = None):
+    r = InferRequest("m", "1", "")
+    r.layout_key = key
+    r.inputs = [InputTensor(f"IN{i}", "FP32", a.shape, a) for i, a in enumerate(arrays)]
+    if outputs is not None:
+        r.outputs = [RequestedOutput(name) for name in outputs]
+    return r
+
+
+def decode(frame: bytes) -> dict:
+    return orjson.loads(frame[4:])
+
+
+def test_inputs_lie_back_to_back_after_the_flags_and_repeats_travel_as_zero():
+    key = object()
+    four, six = np.arange(4, dtype=np.float32), np.arange(6, dtype=np.float32)
+    batch = [request(key, four), request(key, four + 1), request(key, six), request(None, four)]
+    arena = Arena()
+    frame, layout = write_batch(batch, arena)
+    items = decode(frame)["requests"]
+    assert [type(item) is int for item in items] == [False, True, False, False]
+    assert items[0]["inputs"] == [["IN0", "FP32", [4], 16]]
+    pos = align(len(batch))
+    for r in batch:
+        data = r.inputs[0].data
+        np.testing.assert_array_equal(np.frombuffer(arena.buf, np.float32, data.size, pos), data)
+        pos = align(pos + data.nbytes)
+    assert arena.asked == [pos] and layout is None  # several requests: nothing to reuse
+    assert bytes(arena.buf[: len(batch)]) == bytes(len(batch))  # cancellation flags clear
+
+
+def test_a_single_fixed_size_request_returns_its_layout():
+    _, layout = write_batch([request(object(), np.ones(3, np.float32))], Arena())
+    assert layout == ([64], [12], 128)
+    strings = InferRequest("m", "1", "")
+    strings.layout_key = object()
+    strings.inputs = [InputTensor("S", "BYTES", (1,), np.array([b"ab"], dtype=np.object_))]
+    frame, layout = write_batch([strings], Arena())
+    assert layout is None  # BYTES sizes change with the content
+    assert decode(frame)["requests"][0]["inputs"] == [["S", "BYTES", [1], 6]]
+
+
+def _reply(items: list, end: int) -> dict:
+    return {"op": "result", "responses": items, "t": [0, 0, 0], "end": end}
+
+
+def test_replies_are_read_back_to_back_with_repeats_and_errors():
+    out = bytearray(1024)
+    a, b = np.arange(4, dtype=np.int32), np.arange(4, 8, dtype=np.int32)
+    text = serialize_bytes(np.array([b"hi", b"there"], dtype=np.object_))
+    out[0:16] = a.tobytes()
+    out[64:80] = b.tobytes()
+    out[128 : 128 + len(text)] = text
+    items = [
+        {"outputs": [["O", "INT32", [4], 16]]},
+        0,
+        {"error": ["INVALID_ARG", "bad input"]},
+        {"outputs": [["S", "BYTES", [2], len(text)], ["E", "FP32", [0], 0]], "params": {"k": 1}},
+    ]
+    batch = [request(None, np.ones(1, np.float32)) for _ in items]
+    responses = read_responses(batch, _reply(items, align(128 + len(text))), out, "m_0")
+    np.testing.assert_array_equal(responses[0].outputs[0].data, a)
+    np.testing.assert_array_equal(responses[1].outputs[0].data, b)
+    assert responses[2].error is not None and responses[2].error.message == "bad input"
+    strings, empty = responses[3].outputs
+    assert list(strings.data) == [b"hi", b"there"] and empty.data.shape == (0,)
+    assert responses[3].parameters == {"k": 1}
+    out[0:16] = bytes(16)  # the arena takes the next batch: answers keep their values
+    np.testing.assert_array_equal(responses[0].outputs[0].data, a)
+    responses[0].outputs[0].data[0] = 9  # and are writable
+
+
+def test_outputs_beyond_the_reply_end_are_a_malformed_reply():
+    items = [{"outputs": [["O", "INT32", [4], 16]]}, 0]
+    batch = [request(None, np.ones(1, np.float32)) for _ in items]
+    with pytest.raises(InternalError, match="malformed reply"):
+        read_responses(batch, _reply(items, 16), bytearray(64), "m_0")
+    with pytest.raises(InternalError, match="malformed reply"):
+        read_responses(batch[:1], _reply(items, 80), bytearray(128), "m_0")
