@@ -11,7 +11,7 @@ deliver it. The number printed is this process's CPU only: the worker runs in it
 and valgrind, which does not follow it, counts the main process alone. The client's side
 (framing requests, reading the server's frame headers) is included: 1–2 µs per request.
 
-The batcher's clock stands still while the server handles one read (see ``_ReadClock``), so
+The batcher's clock stands still while the server handles one read (see ``ReadClock``), so
 every read of 64 requests is one full batch however fast the machine or valgrind runs, and the
 count of instructions per request is repeatable; ``--wall-clock`` lets batch sizes follow the
 machine's speed instead, as with real clients. For instruction counts, fix the hash seed (dict
@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import os
-import pstats
-import signal
 import struct
+import sys
 import time
+from functools import partial
 from pathlib import Path
 
 # OpenBLAS's idle threads spin for a while after numpy is imported, for as long as the
@@ -39,29 +38,33 @@ from pathlib import Path
 # Nothing here multiplies matrices, so one thread (none spinning) changes nothing else.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np
-import uvloop
-from hpack import Encoder
-from tritonclient.grpc import service_pb2
+# Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tritium.core.heap import settle_heap
-from tritium.frontends.grpc.native import frames as f
-from tritium.frontends.grpc.native.server import GrpcProtocol, _Shared
-from tritium.frontends.grpc.options import GrpcOptions
-from tritium.scheduling import BatchingConfig, BatchPolicy, DynamicBatcher
-from tritium.service import LoadOptions, ModelManager, Service
+import numpy as np  # noqa: E402
+from hpack import Encoder  # noqa: E402
+from tritonclient.grpc import service_pb2  # noqa: E402
 
-REPOSITORY = Path(__file__).resolve().parent / "model_repository"
-MODEL = "identity"
+from bench.closed_loop import (  # noqa: E402
+    MODEL,
+    WARMUP,
+    ReadClock,
+    batcher_on_read_clock,
+    measured,
+    run_with_model,
+    wait_answered,
+)
+from tritium.frontends.grpc.native import frames as f  # noqa: E402
+from tritium.frontends.grpc.native.server import GrpcProtocol, _Shared  # noqa: E402
+from tritium.frontends.grpc.options import GrpcOptions  # noqa: E402
+from tritium.service import ModelManager, Service  # noqa: E402
+
 STREAMS = 64  # perf_analyzer's --concurrency-range 64:64: one stream per context
-WARMUP = 2000
 #: The client grants the server's response bytes back once this many are read (as grpc does
 #: at about half of the default 64 KiB window).
 WINDOW_REFILL = 32_768
 
 INPUT = np.arange(16, dtype=np.float32)
-#: Stall guard: a phase fails when no response came for this long (valgrind included).
-STALL_S = 60.0
 
 _FRAME = f.HEADER
 _U32 = struct.Struct(">L")
@@ -103,25 +106,6 @@ def _id_field(request_id: str) -> bytes:
     return b"\x1a" + bytes((len(raw),)) + raw  # field 3, length-delimited; ids are short
 
 
-class _ReadClock:
-    """The batcher's clock: while the server handles one client read it reads the time
-    the read began, otherwise the monotonic clock.
-
-    Every request of a read then arrives at one instant, so a read of 64 requests is one
-    full batch however slowly the process runs (under valgrind each request takes longer
-    than the 500 µs queue delay), and a partial batch still leaves when its delay expires.
-    """
-
-    __slots__ = ("frozen",)
-
-    def __init__(self) -> None:
-        self.frozen: int | None = None
-
-    def __call__(self) -> int:
-        frozen = self.frozen
-        return time.monotonic_ns() if frozen is None else frozen
-
-
 class _Peer:
     """perf_analyzer's end of the connection, as the transport the protocol writes to.
 
@@ -130,7 +114,7 @@ class _Peer:
     never from inside the protocol's write.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: _ReadClock | None) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: ReadClock | None) -> None:
         self.loop = loop
         self.clock = clock
         self.protocol: GrpcProtocol | None = None
@@ -279,13 +263,7 @@ class _Peer:
         if not self.turn_scheduled:
             self.turn_scheduled = True
             self.loop.call_soon(self._turn)
-        seen = -1
-        while not self.done.done():
-            if self.responses == seen:
-                raise SystemExit(f"no response for {STALL_S:.0f} s: the server stalled")
-            seen = self.responses
-            await asyncio.wait((self.done,), timeout=STALL_S)
-        self.done.result()
+        await wait_answered(self.done, lambda: self.responses)
 
     def check_replies(self) -> None:
         """The last response of every stream is a success that echoes its input and id."""
@@ -305,45 +283,21 @@ class _Peer:
                 raise SystemExit(f"stream {sid}: bad response: {problem}")
 
 
-async def _load(manager: ModelManager) -> Service:
-    await manager.load_all({MODEL})
-    rows = manager.table()
-    if not rows or any(not status.startswith("READY") for _, _, status in rows):
-        raise SystemExit(f"model '{MODEL}' did not load: {rows}")
-    return Service(manager)
-
-
 async def _measure(
-    manager: ModelManager, service: Service, requests: int, profile: bool, wall_clock: bool
+    requests: int, profile: bool, wall_clock: bool, manager: ModelManager, service: Service
 ) -> None:
     loaded = manager.get(MODEL)
-    clock = None
-    if not wall_clock:
-        # The model's own batcher again (same policy from its config, same instance), on
-        # the read clock; the manager's one is left idle.
-        clock = _ReadClock()
-        policy = BatchPolicy(BatchingConfig.from_config(loaded.config))
-        loaded.scheduler = DynamicBatcher(loaded.instances, policy, clock=clock)  # type: ignore[arg-type]
-    service.started = True
+    clock = None if wall_clock else batcher_on_read_clock(manager)
     peer = _Peer(asyncio.get_running_loop(), clock)
     protocol = GrpcProtocol(_Shared(service, GrpcOptions()))
     peer.open(protocol)
     try:
         await peer.run(WARMUP)
         peer.check_replies()
-        settle_heap()  # as the server does once it is serving
         before = loaded.scheduler.statistics()
         ok_before = loaded.stats.success.count
         failed_before = loaded.stats.fail.count
-        profiler = cProfile.Profile() if profile else None
-        if profiler is not None:
-            profiler.enable()
-        start = time.process_time()
-        await peer.run(requests)
-        spent = time.process_time() - start
-        if profiler is not None:
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+        spent = await measured(peer.run(requests), profile)
         after = loaded.scheduler.statistics()
     finally:
         protocol.connection_lost(None)
@@ -360,22 +314,6 @@ async def _measure(
     )
 
 
-async def _run(requests: int, profile: bool, wall_clock: bool) -> None:
-    manager = ModelManager([REPOSITORY], LoadOptions())
-    # SIGTERM unwinds like Ctrl-C does, through the clean-up below.
-    task = asyncio.current_task()
-    assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        service = await _load(manager)
-        await _measure(manager, service, requests, profile, wall_clock)
-    finally:
-        try:
-            await manager.unload_all(5.0)
-        finally:
-            manager.kill_all()  # no worker outlives the bench
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20000)
@@ -389,12 +327,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.requests < 1:
         parser.error("--requests must be at least 1")
-    try:
-        uvloop.run(_run(args.requests, args.profile, args.wall_clock))
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-    except asyncio.CancelledError:  # SIGTERM
-        raise SystemExit(143) from None
+    run_with_model(partial(_measure, args.requests, args.profile, args.wall_clock))
 
 
 if __name__ == "__main__":

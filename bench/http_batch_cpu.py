@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import json
 import os
-import pstats
-import signal
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 # See batch_stream_cpu.py: no spinning OpenBLAS threads under valgrind.
@@ -38,23 +36,21 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # Run as a script, bench/ itself is on sys.path; shared pieces are imported as `bench.*`.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np
-import uvloop
+import numpy as np  # noqa: E402
 
-from bench.batch_stream_cpu import (  # noqa: E402
+from bench.closed_loop import (  # noqa: E402
     MODEL,
-    REPOSITORY,  # noqa: E402
-    STALL_S,
     WARMUP,
-    _load,
-    _ReadClock,
+    ReadClock,
+    batcher_on_read_clock,
+    measured,
+    run_with_model,
+    wait_answered,
 )
-from tritium.core.heap import settle_heap  # noqa: E402
 from tritium.frontends.http.handlers import KServeRoutes  # noqa: E402
 from tritium.frontends.http.protocol import HttpProtocol  # noqa: E402
 from tritium.frontends.http.router import Router  # noqa: E402
-from tritium.scheduling import BatchingConfig, BatchPolicy, DynamicBatcher  # noqa: E402
-from tritium.service import LoadOptions, ModelManager, Service  # noqa: E402
+from tritium.service import ModelManager, Service  # noqa: E402
 
 CONNECTIONS = 64
 INPUT = np.arange(16, dtype=np.float32)
@@ -139,7 +135,7 @@ class _Clients:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        clock: _ReadClock | None,
+        clock: ReadClock | None,
         request: bytes,
         connections: int,
     ):
@@ -204,13 +200,7 @@ class _Clients:
         if not self.turn_scheduled:
             self.turn_scheduled = True
             self.loop.call_soon(self._turn)
-        seen = -1
-        while not self.done.done():
-            if self.responses == seen:
-                raise SystemExit(f"no response for {STALL_S:.0f} s: the server stalled")
-            seen = self.responses
-            await asyncio.wait((self.done,), timeout=STALL_S)
-        self.done.result()
+        await wait_answered(self.done, lambda: self.responses)
 
     def check_replies(self, binary: bool) -> None:
         """Every connection's last answer echoes the input."""
@@ -226,18 +216,15 @@ class _Clients:
 
 
 async def _measure(
-    manager: ModelManager,
-    service: Service,
     requests: int,
     binary: bool,
     profile: bool,
     connections: int,
+    manager: ModelManager,
+    service: Service,
 ) -> None:
     loaded = manager.get(MODEL)
-    clock = _ReadClock()
-    policy = BatchPolicy(BatchingConfig.from_config(loaded.config))
-    loaded.scheduler = DynamicBatcher(loaded.instances, policy, clock=clock)  # type: ignore[arg-type]
-    service.started = True
+    clock = batcher_on_read_clock(manager)
     router = Router()
     KServeRoutes(service, MAX_INPUT).register(router)
     clients = _Clients(
@@ -250,19 +237,8 @@ async def _measure(
     try:
         await clients.run(WARMUP)
         clients.check_replies(binary)
-        settle_heap()
         before = loaded.scheduler.statistics()
-        profiler = cProfile.Profile() if profile else None
-        if profiler is not None:
-            profiler.enable()
-        start = time.process_time()
-        await clients.run(requests)
-        spent = time.process_time() - start
-        if profiler is not None:
-            profiler.disable()
-            pstats.Stats(profiler).sort_stats(os.environ.get("SORT", "tottime")).print_stats(
-                int(os.environ.get("TOP", "30"))
-            )
+        spent = await measured(clients.run(requests), profile)
         after = loaded.scheduler.statistics()
     finally:
         for conn in clients.connections:
@@ -276,21 +252,6 @@ async def _measure(
         f"{spent / requests * 1e6:.1f} µs CPU per {'binary' if binary else 'JSON'} request "
         f"({requests} requests, {batches} batches, mean batch size {rows / max(batches, 1):.1f})"
     )
-
-
-async def _run(requests: int, binary: bool, profile: bool, connections: int) -> None:
-    manager = ModelManager([REPOSITORY], LoadOptions())
-    task = asyncio.current_task()
-    assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    try:
-        service = await _load(manager)
-        await _measure(manager, service, requests, binary, profile, connections)
-    finally:
-        try:
-            await manager.unload_all(5.0)
-        finally:
-            manager.kill_all()
 
 
 def main() -> None:
@@ -309,12 +270,7 @@ def main() -> None:
         parser.error(f"--connections must be between 1 and {CONNECTIONS}")
     if args.requests < 1:
         parser.error("--requests must be at least 1")
-    try:
-        uvloop.run(_run(args.requests, args.binary, args.profile, args.connections))
-    except KeyboardInterrupt:
-        raise SystemExit(130) from None
-    except asyncio.CancelledError:
-        raise SystemExit(143) from None
+    run_with_model(partial(_measure, args.requests, args.binary, args.profile, args.connections))
 
 
 if __name__ == "__main__":

@@ -15,35 +15,7 @@ from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.messages import HttpResponse, json_response
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
-
-
-class FakeTransport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.data = bytearray()
-        self.closed = False
-        self.reading = True
-        self.pauses = 0
-
-    def write(self, data) -> None:
-        assert not self.closed, "write after close"
-        self.data += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    def abort(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def pause_reading(self) -> None:
-        self.reading = False
-        self.pauses += 1
-
-    def resume_reading(self) -> None:
-        self.reading = True
+from tritium.testing.fakes import FakeTransport
 
 
 def parse_responses(data: bytes) -> list[tuple[int, dict[str, str], bytes]]:

@@ -12,27 +12,7 @@ from tritium.frontends.http.messages import json_response
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.request_heads import head_ends_at_end, planned_head
 from tritium.frontends.http.router import Router
-
-
-class Transport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.data = bytearray()
-        self.closed = False
-
-    def write(self, data) -> None:
-        assert not self.closed, "write after close"
-        self.data += data
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def pause_reading(self) -> None: ...
-
-    def resume_reading(self) -> None: ...
+from tritium.testing.fakes import FakeTransport
 
 
 class CountingParser:
@@ -70,7 +50,7 @@ class Connection:
         router.add("POST", "/echo/{name}", echo)
         router.add("GET", "/echo/{name}", echo)
         self.protocol = HttpProtocol(router, set(), max_input_size=1 << 20)
-        self.transport = Transport()
+        self.transport = FakeTransport()
         self.protocol.connection_made(self.transport)
         self.parser = CountingParser(self.protocol._parser)
         self.protocol._parser = self.parser

@@ -37,6 +37,9 @@ WIRE_TYPES: frozenset[str] = frozenset(_TABLE)
 
 # Little-endian views used when reading or writing raw tensor bytes.
 _LE = {name: dt.newbyteorder("<") for name, (dt, _) in _TABLE.items() if name != "BYTES"}
+#: Wire name -> little-endian dtype of every fixed-size type (BYTES is not one): what
+#: :func:`raw_dtype` answers, as a mapping for loops that look up each tensor's type.
+RAW_DTYPES: dict[str, np.dtype] = _LE
 
 _NUMPY_TO_WIRE: dict[np.dtype, str] = {
     dt: name for name, (dt, _) in _TABLE.items() if name not in ("BF16",)

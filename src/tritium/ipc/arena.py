@@ -12,10 +12,11 @@ import mmap
 import os
 
 ALIGN = 64
+ALIGN_MASK = ALIGN - 1  # align(n) == (n + ALIGN_MASK) & ~ALIGN_MASK, written out in hot loops
 
 
 def align(n: int) -> int:
-    return (n + ALIGN - 1) & ~(ALIGN - 1)
+    return (n + ALIGN_MASK) & ~ALIGN_MASK
 
 
 def grow_size(needed: int, minimum: int = 1 << 20) -> int:

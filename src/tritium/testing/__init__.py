@@ -1,6 +1,6 @@
 """Public test helpers: a real server process, fake runners for scheduler tests."""
 
-from tritium.testing.fakes import FakeRunner
+from tritium.testing.fakes import FakeRunner, FakeTransport
 from tritium.testing.server import ServerProcess
 
-__all__ = ["FakeRunner", "ServerProcess"]
+__all__ = ["FakeRunner", "FakeTransport", "ServerProcess"]

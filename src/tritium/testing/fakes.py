@@ -1,4 +1,5 @@
-"""Fakes of the parts schedulers drive, for deterministic scheduler tests."""
+"""Fakes for deterministic tests: the runners schedulers drive, the transport a protocol
+writes to."""
 
 from __future__ import annotations
 
@@ -60,3 +61,35 @@ class FakeRunner:
 
     def on_restart_failure(self, callback):
         self.failure_callbacks.append(callback)
+
+
+class FakeTransport(asyncio.Transport):
+    """What a connection's protocol writes to: keeps the bytes, notes closing and the
+    reading pauses the protocol asks for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.data = bytearray()
+        self.closed = False
+        self.reading = True
+        self.pauses = 0
+
+    def write(self, data) -> None:
+        assert not self.closed, "write after close"
+        self.data += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        self.reading = False
+        self.pauses += 1
+
+    def resume_reading(self) -> None:
+        self.reading = True

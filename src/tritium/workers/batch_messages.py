@@ -16,21 +16,11 @@ from typing import Any
 import numpy as np
 
 from tritium.core import InferRequest, InferResponse, OutputTensor
-from tritium.core.datatypes import raw_dtype
+from tritium.core.datatypes import RAW_DTYPES
 from tritium.core.errors import InternalError, error_from_code
 from tritium.ipc import Arena, encode
 from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.arena import ALIGN
-
-_ALIGN_MASK = ALIGN - 1
-# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
-_RAW_DTYPES = {
-    wire: raw_dtype(wire)
-    for wire in (
-        "BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64",
-        "FP16", "FP32", "FP64", "BF16",
-    )
-}  # fmt: skip
+from tritium.ipc.arena import ALIGN_MASK
 
 #: (input offsets, input sizes, arena end) of a one-request batch of fixed-size inputs.
 Layout = tuple[list[int], list[int], int]
@@ -107,7 +97,7 @@ def read_responses(
     if end:
         block = bytearray(memoryview(out_buf)[:end])
     responses: list[InferResponse] = []
-    dtypes = _RAW_DTYPES
+    dtypes = RAW_DTYPES
     pos = 0
     item: dict = {}
     for request, entry in zip(batch, items):
@@ -122,7 +112,7 @@ def read_responses(
             tensors = response.outputs
             for name, datatype, shape, nbytes in outputs:
                 off = pos
-                pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
+                pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
                 if off + nbytes > end:
                     raise InternalError(f"instance '{label}' returned a malformed reply")
                 dtype = dtypes.get(datatype)

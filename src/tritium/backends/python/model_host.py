@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from tritium.backends.python import pb_utils
-from tritium.core.datatypes import raw_dtype, serialize_bytes
+from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.arena import ALIGN
+from tritium.ipc.arena import ALIGN_MASK
 
 # pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
 _CODE_NAMES = [
@@ -37,27 +37,7 @@ _CODE_NAMES = [
 ]
 
 
-_ALIGN_MASK = ALIGN - 1
 _new_tensor = object.__new__
-# Wire name -> little-endian dtype for the fixed-size types (BYTES is decoded instead).
-_RAW_DTYPES = {
-    wire: raw_dtype(wire)
-    for wire in (
-        "BOOL",
-        "UINT8",
-        "UINT16",
-        "UINT32",
-        "UINT64",
-        "INT8",
-        "INT16",
-        "INT32",
-        "INT64",
-        "FP16",
-        "FP32",
-        "FP64",
-        "BF16",
-    )
-}
 
 
 class ModelLoadError(Exception):
@@ -192,10 +172,10 @@ class ModelHost:
         requests = []
         make_tensor = _new_tensor
         tensor_class = pb_utils.Tensor
-        dtypes = _RAW_DTYPES
+        dtypes = RAW_DTYPES
         received = pb_utils.InferenceRequest._received
         model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
-        pos = (len(items) + _ALIGN_MASK) & ~_ALIGN_MASK
+        pos = (len(items) + ALIGN_MASK) & ~ALIGN_MASK
         item: dict[str, Any] = {}
         for index, entry in enumerate(items):
             if entry != 0:
@@ -203,7 +183,7 @@ class ModelHost:
             inputs = []
             for name, wire, shape, nbytes in item["inputs"]:
                 off = pos
-                pos = (off + nbytes + _ALIGN_MASK) & ~_ALIGN_MASK
+                pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
                 dtype = dtypes.get(wire)
                 if dtype is None:  # BYTES: decoded into an object array
                     inputs.append(
@@ -318,7 +298,7 @@ class ModelHost:
                         raw = None
                         size = array.nbytes
                     outputs.append((pos, index, name, wire, array.shape, array, raw))
-                    pos = (pos + size + _ALIGN_MASK) & ~_ALIGN_MASK
+                    pos = (pos + size + ALIGN_MASK) & ~ALIGN_MASK
             except Exception as exc:  # noqa: BLE001
                 traceback.print_exc()
                 pos = start

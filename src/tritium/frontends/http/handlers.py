@@ -217,12 +217,7 @@ class KServeRoutes:
             if chosen is not None:
                 chunks = [compress(b"".join(chunks), chosen)]
                 headers.append((b"Content-Encoding", chosen.encode()))
-        return HttpResponse(
-            200,
-            chunks[0] if len(chunks) == 1 and type(chunks[0]) is bytes else chunks,
-            content_type,
-            headers or None,
-        )
+        return HttpResponse(200, chunks, content_type, headers or None)
 
     def _classification(self, model: str, version: str) -> ClassificationContext:
         config = self._service.model_config(model, version)
