@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 
 import pytest
+import uvloop
 
 from tritium.core import InferRequest, InferResponse
 from tritium.core.errors import InternalError, Unavailable
 from tritium.scheduling.batch_config import BatchingConfig, QueuePolicy
 from tritium.scheduling.batch_policy import BatchPolicy
+from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.dynamic import DynamicBatcher
 from tritium.testing.fakes import FakeRunner
 
@@ -396,23 +399,42 @@ def test_codec_packs_the_batch_and_unpacks_one_response_per_request():
     asyncio.run(main())
 
 
-def test_default_timer_is_a_loop_timer_at_the_policy_deadline():
-    async def main():
-        runner, clock = FakeRunner("a"), FakeClock()
-        policy = BatchPolicy(BatchingConfig(max_batch_size=8, max_queue_delay_us=2_000_000))
-        sched = DynamicBatcher([runner], policy, clock=clock)
-        loop = asyncio.get_running_loop()
-        task = _start(sched, _req(0))[0]
-        await _settle()
-        handle = sched._wake
-        assert isinstance(handle, asyncio.TimerHandle)
-        assert 1.0 < handle.when() - loop.time() <= 2.0
-        sched.fail_all(Unavailable("unloading"))
-        assert handle.cancelled()
-        with pytest.raises(Unavailable, match="unloading"):
-            await task
+@pytest.mark.parametrize("new_loop", [asyncio.new_event_loop, uvloop.new_event_loop])
+def test_default_timer_sends_at_the_policy_deadline_and_is_released_on_close(new_loop):
+    delay_ns = 20_000_000
 
-    asyncio.run(main())
+    async def main():
+        runner = FakeRunner("a")
+        policy = BatchPolicy(BatchingConfig(max_batch_size=8, max_queue_delay_us=delay_ns // US))
+        sched = DynamicBatcher([runner], policy)  # real clock, real DeadlineTimer
+        start = time.monotonic_ns()
+        first = _start(sched, _req(0))[0]
+        await _settle()
+        assert isinstance(sched._wake, DeadlineTimer)
+        assert runner.batches == []
+        while not runner.batches and time.monotonic_ns() - start < 5_000_000_000:
+            await asyncio.sleep(0.001)
+        assert time.monotonic_ns() - start >= delay_ns
+        assert runner.batches == [["0"]]
+        runner.finish()
+        assert (await first).id == "0"
+        # One waiting out its delay when the model unloads: failed, timer disarmed, freed.
+        second = _start(sched, _req(1))[0]
+        await _settle()
+        timer = sched._wake
+        sched.fail_all(Unavailable("unloading"))
+        sched.close()
+        assert sched._wake is None
+        with pytest.raises(Unavailable, match="unloading"):
+            await second
+        with pytest.raises(RuntimeError, match="closed"):
+            timer(time.monotonic_ns(), lambda: None)
+
+    loop = new_loop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
 
 
 def test_arrivals_during_the_delay_are_polled_once_per_loop_turn():

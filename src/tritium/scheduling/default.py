@@ -112,6 +112,9 @@ class DefaultScheduler:
             _, waiter = self._queue.popleft()
             _fail(waiter, error)
 
+    def close(self) -> None:
+        """Nothing to release (the dynamic batcher's counterpart frees its timer)."""
+
 
 def _fail(waiter: Waiter, error: BaseException) -> None:
     if not waiter.done():

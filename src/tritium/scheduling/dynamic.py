@@ -3,9 +3,9 @@
 Callback-driven like ``DefaultScheduler``, with no task per request. An arrival is
 queued in the policy and, if a runner is idle, the policy is polled; a runner that
 completes a batch is handed the next one before the finished responses go out; a single
-timer (``loop.call_at``) re-polls when the policy is waiting out its queue delay; while
-it waits, arrivals are looked at once per loop turn (after all of that turn's arrivals are
-queued), which is also the resolution of the timer itself. Every
+timer (a ``DeadlineTimer``, precise to microseconds) re-polls when the policy is waiting
+out its queue delay; while it waits, arrivals are looked at once per loop turn (after all
+of that turn's arrivals are queued). Every
 batch goes to a free runner as a list of requests (Triton's Python-backend semantics),
 and each caller gets its own response back.
 
@@ -26,6 +26,7 @@ from typing import Protocol
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
+from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.runner import BatchOutcome, Runner
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
@@ -114,7 +115,9 @@ class DynamicBatcher:
         self._idle: list[Runner] = list(runners)
         self._policy = policy
         self._clock = clock
-        self._timer = timer or self._loop_timer
+        # The default timer counts on the default clock (time.monotonic_ns).
+        self._own_timer = DeadlineTimer() if timer is None else None
+        self._timer: Timer = timer or self._own_timer  # type: ignore[assignment]
         self._codec = codec
         self._ordered: deque[_Ticket] | None = deque() if policy.config.preserve_ordering else None
         # id(runner) -> (runner, its batch); runners need not be hashable.
@@ -179,6 +182,14 @@ class DynamicBatcher:
             self._wake = None
 
     # -- dispatch ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the timer; call after ``fail_all`` once the model is unloading."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if self._own_timer is not None:
+            self._own_timer.close()
 
     def _pump(self) -> None:
         """Give batches to idle runners for as long as the policy has one ready."""
@@ -307,11 +318,6 @@ class DynamicBatcher:
     def _on_wake(self) -> None:
         self._wake = None
         self._pump()
-
-    def _loop_timer(self, when_ns: int, callback: Callable[[], None]) -> TimerHandle:
-        loop = asyncio.get_running_loop()
-        delay_s = max(0, when_ns - self._clock()) / 1e9
-        return loop.call_at(loop.time() + delay_s, callback)
 
     # -- failures ----------------------------------------------------------------------
 

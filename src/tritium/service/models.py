@@ -64,6 +64,7 @@ class LoadedVersion:
 
     async def stop(self, timeout: float) -> None:
         self.scheduler.fail_all(Unavailable(f"model '{self.name}' is unloading"))
+        self.scheduler.close()
         await asyncio.gather(*(i.stop(timeout) for i in self.instances))
 
 
