@@ -3,6 +3,7 @@ scenario against its baseline scenario — and write them as JSON and Markdown."
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,16 +115,63 @@ class ScenarioResult:
         }
 
 
-def paired_ratio(runs: list[Measurement], baseline_runs: list[Measurement]) -> float | None:
-    """Median over rounds of a run's throughput over the baseline's run in the same round
-    (rounds where either failed are left out): drift between rounds cancels in each pair."""
-    pairs = [
-        ratio(m.throughput, b.throughput)
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom; beyond, the normal's.
+_T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+# A baseline check passes when its interval reaches 1.0 and starts above this: the run
+# saw no fall, and could have seen one of 10%.
+RESOLVED_FALL = 0.9
+
+
+@dataclass(frozen=True)
+class PairedRatio:
+    """Per-round ratios of a scenario's throughput over its baseline's, same server and
+    round, summarized: drift between rounds cancels in each pair."""
+
+    estimate: float  # geometric mean of the per-round ratios
+    low: float | None  # 95% confidence interval of that mean (None from a single round)
+    high: float | None
+    rounds: int
+
+    def verdict(self) -> str:
+        """'pass' (no fall seen, and one of 10% would have been), 'FAIL' (a fall is
+        significant) or 'inconclusive' (too noisy to rule a 10% fall out)."""
+        if self.high is None or self.low is None:
+            return "inconclusive"
+        if self.high < 1.0:
+            return "FAIL"
+        return "pass" if self.low >= RESOLVED_FALL else "inconclusive"
+
+    def text(self) -> str:
+        if self.low is None or self.high is None:
+            return f"paired {self.estimate:.2f}×, 1 round"
+        return (
+            f"paired {self.estimate:.2f}×, 95% CI {self.low:.2f}–{self.high:.2f}, "
+            f"{self.rounds} rounds"
+        )
+
+
+def paired_ratio(runs: list[Measurement], baseline_runs: list[Measurement]) -> PairedRatio | None:
+    """The per-round throughput ratios of `runs` over `baseline_runs` (rounds where either
+    failed are left out) as a geometric mean with a t interval on their logarithms."""
+    logs = [
+        math.log(m.throughput / b.throughput)
         for m, b in zip(runs, baseline_runs, strict=False)
-        if m.ok and b.ok
+        if m.ok and b.ok and m.throughput and b.throughput
     ]
-    present = [p for p in pairs if p is not None]
-    return statistics.median(present) if present else None
+    if not logs:
+        return None
+    mean = statistics.fmean(logs)
+    if len(logs) == 1:
+        return PairedRatio(math.exp(mean), None, None, 1)
+    df = len(logs) - 1
+    t = _T95[df - 1] if df <= len(_T95) else 1.96
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    return PairedRatio(math.exp(mean), math.exp(mean - half), math.exp(mean + half), len(logs))
 
 
 @dataclass(frozen=True)
@@ -131,7 +179,17 @@ class BaselineRatios:
     """One server's throughput in a scenario over its throughput in the baseline scenario."""
 
     median_ratio: float | None  # ratio of the medians over rounds
-    paired_ratio: float | None  # median of the per-round ratios
+    paired: PairedRatio | None  # the rounds paired
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "median_ratio": self.median_ratio,
+            "paired": vars(self.paired) if self.paired else None,
+        }
+
+    def text(self) -> str:
+        paired = self.paired.text() if self.paired else "paired —"
+        return f"{_ratio(self.median_ratio)} ({paired})"
 
 
 @dataclass(frozen=True)
@@ -141,17 +199,30 @@ class BaselineComparison:
     scenario: str
     baseline: str
     servers: dict[str, BaselineRatios]
+    checked: bool = False  # the scenario must not fall below its baseline (tritium's check)
+
+    @property
+    def verdict(self) -> str | None:
+        if not self.checked:
+            return None
+        paired = self.servers[SUBJECT].paired
+        return paired.verdict() if paired else "inconclusive"
 
     def to_json(self) -> dict[str, Any]:
-        return {"scenario": self.baseline, **{s: vars(r) for s, r in self.servers.items()}}
+        return {
+            "scenario": self.baseline,
+            "check": self.verdict,
+            **{s: r.to_json() for s, r in self.servers.items()},
+        }
 
     def line(self) -> str:
-        """e.g. "`a` vs `b`: tritium 0.98× (paired 1.01×), Triton 1.05× (paired 1.03×)"."""
-        parts = [
-            f"{_LABELS[s]} {_ratio(r.median_ratio)} (paired {_ratio(r.paired_ratio)})"
-            for s, r in self.servers.items()
-        ]
-        return f"`{self.scenario}` vs `{self.baseline}`: {', '.join(parts)}"
+        """e.g. "`a` vs `b`: tritium 0.98× (paired 1.01×, 95% CI 0.97–1.05, 16 rounds),
+        Triton 1.05× (…); not below the baseline: pass"."""
+        parts = [f"{_LABELS[s]} {r.text()}" for s, r in self.servers.items()]
+        line = f"`{self.scenario}` vs `{self.baseline}`: {', '.join(parts)}"
+        if self.verdict is not None:
+            line += f"; tritium not below the baseline: {self.verdict}"
+        return line
 
 
 def compare_to_baseline(
@@ -168,10 +239,11 @@ def compare_to_baseline(
         servers={
             s: BaselineRatios(
                 median_ratio=ratio(result.summary(s).throughput, base.summary(s).throughput),
-                paired_ratio=paired_ratio(result.runs[s], base.runs[s]),
+                paired=paired_ratio(result.runs[s], base.runs[s]),
             )
             for s in SERVERS
         },
+        checked=result.scenario.check_baseline,
     )
 
 
@@ -239,8 +311,8 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         f"- commit: `{meta['commit']}`",
         f"- machine: {meta['machine']}",
         f"- servers: {meta['servers']}",
-        f"- rounds: {meta['rounds']} (each round runs every scenario, tritium then Triton); "
-        "medians per server",
+        f"- rounds: {meta['rounds']} (each round runs every scenario, tritium then Triton; a "
+        "scenario and its baseline back to back on each server); medians per server",
         f"- setup: {meta['setup']}",
         f"- load average (1/5/15 min) at start {meta.get('load_average_start')}, "
         f"at end {meta.get('load_average_end')}",
@@ -252,8 +324,11 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         out += ["", "## Against a baseline scenario", ""]
         out += [
             "Throughput of each server in the scenario over its throughput in the baseline "
-            "scenario: ratio of the medians, and (paired) the median of the per-round ratios, "
-            "which the machine's drift between rounds does not bias.",
+            "scenario: the ratio of the medians, and (paired) the geometric mean of the "
+            "per-round ratios with its 95% confidence interval; each server runs the pair back "
+            "to back, in alternating order, so the machine's drift does not bias the pairs. "
+            f"A checked scenario passes when the interval reaches 1.0 and starts at or above "
+            f"{RESOLVED_FALL:.2f} (no fall seen, and a 10% fall would have been).",
             "",
         ]
         out += [f"- {line}" for line in against]

@@ -241,17 +241,39 @@ def _run_rounds(
         else:
             measured.append(result)
     for rnd in range(1, rounds + 1):
-        for result in measured:
+        for result, name in round_order(measured, list(servers), rnd):
             scenario = result.scenario
-            for name, server in servers.items():
-                log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
-                m = _run_once(scenario, server, anchors, settings, logs_dir, models, log_path)
-                result.runs[name].append(m)
-                print(
-                    f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True
-                )
-            for server in servers.values():
-                shm_owned |= _server_shm(server)
+            server = servers[name]
+            log_path = logs_dir / f"{scenario.name}-{name}-r{rnd}.log"
+            m = _run_once(scenario, server, anchors, settings, logs_dir, models, log_path)
+            result.runs[name].append(m)
+            print(f"[bench] {scenario.name} round {rnd}/{rounds} {name:8} {_line(m)}", flush=True)
+            for each in servers.values():
+                shm_owned |= _server_shm(each)
+
+
+def round_order(
+    results: list[ScenarioResult], servers: list[str], rnd: int
+) -> list[tuple[ScenarioResult, str]]:
+    """The (scenario, server) runs of round `rnd` (from 1), in order.
+
+    Each scenario runs on every server in turn. A scenario whose baseline is in the run
+    joins the baseline's place, and each server runs the two back to back, in the listed
+    order in odd rounds and reversed in even ones: the pair's paired ratio then compares
+    runs seconds apart, and a drift within the pair cancels over two rounds.
+    """
+    names = {r.scenario.name for r in results}
+    blocks: dict[str, list[ScenarioResult]] = {}
+    for result in results:
+        base = result.scenario.baseline
+        key = base if base in names else result.scenario.name
+        blocks.setdefault(key, []).append(result)
+    order = []
+    for block in blocks.values():
+        if len(block) > 1 and rnd % 2 == 0:
+            block = block[::-1]
+        order += [(result, server) for server in servers for result in block]
+    return order
 
 
 def _run_once(
@@ -380,8 +402,6 @@ def _ports(text: str) -> tuple[int, int, int]:
     if len(parts) != 3:
         raise ValueError(f"--triton-ports needs HTTP,GRPC,METRICS, got {text!r}")
     return parts[0], parts[1], parts[2]
-
-
 
 
 def _server_shm(server: Server) -> set[str]:

@@ -28,6 +28,8 @@ class Scenario:
     # Another scenario this one is compared with, per server (e.g. two instances against
     # one); the report gives the throughput ratios when both are in the run.
     baseline: str | None = None
+    # tritium's throughput must not fall below the baseline's (paired rounds, see report).
+    check_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         description="identity FP32[16] with two instances, HTTP binary, 64 in flight",
         perf_args=("--shape", "INPUT0:16"),
         baseline="identity_http_binary_c64",
+        check_baseline=True,
     ),
     Scenario(
         name="image_sum_http_binary_c8",

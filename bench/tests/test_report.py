@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import replace
 
 import pytest
 from bench.measurement import Measurement
 from bench.report import (
     BaselineRatios,
+    PairedRatio,
     ScenarioResult,
     baseline_lines,
     compare_to_baseline,
@@ -116,13 +119,45 @@ def test_every_baseline_names_a_known_scenario() -> None:
 def test_paired_ratio_pairs_rounds_and_skips_failed_ones() -> None:
     err = Measurement(error="x")
     # Round 2: the scenario failed; round 3: the baseline failed; both are left out.
-    assert paired_ratio([m(110), err, m(330), m(360)], [m(100), m(200), err, m(400)]) == (
-        pytest.approx(1.0)
-    )
+    p = paired_ratio([m(110), err, m(330), m(360)], [m(100), m(200), err, m(400)])
+    assert p is not None and p.rounds == 2
+    assert p.estimate == pytest.approx(math.sqrt(1.1 * 0.9))
     # An interrupted run leaves the later scenario a round short: unpaired rounds do not count.
-    assert paired_ratio([m(30)], [m(10), m(1000)]) == 3.0
+    one = paired_ratio([m(30)], [m(10), m(1000)])
+    assert one is not None and (one.low, one.high, one.rounds) == (None, None, 1)
+    assert one.estimate == pytest.approx(3.0)
     assert paired_ratio([err], [m(10)]) is None
     assert paired_ratio([], []) is None
+
+
+def test_paired_ratio_interval_is_a_t_interval_on_the_log_ratios() -> None:
+    ratios = [0.9, 1.0, 1.1, 1.05, 0.95]
+    p = paired_ratio([m(100 * r) for r in ratios], [m(100)] * 5)
+    logs = [math.log(r) for r in ratios]
+    half = 2.776 * statistics.stdev(logs) / math.sqrt(5)  # t(0.975, 4 df)
+    assert p is not None and p.rounds == 5
+    assert p.estimate == pytest.approx(math.exp(statistics.fmean(logs)))
+    assert p.low == pytest.approx(math.exp(statistics.fmean(logs) - half))
+    assert p.high == pytest.approx(math.exp(statistics.fmean(logs) + half))
+    # Many rounds: the normal quantile.
+    many = paired_ratio([m(100 * r) for r in ratios * 8], [m(100)] * 40)
+    half = 1.96 * statistics.stdev(logs * 8) / math.sqrt(40)
+    assert many is not None and many.high == pytest.approx(math.exp(statistics.fmean(logs) + half))
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.95, 1.04, "pass"),  # no fall seen, and a 10% one would have been
+        (1.02, 1.10, "pass"),  # faster than the baseline
+        (0.90, 1.00, "pass"),
+        (0.93, 0.99, "FAIL"),  # a significant fall
+        (0.85, 1.05, "inconclusive"),  # too noisy to rule a 10% fall out
+        (None, None, "inconclusive"),  # a single round
+    ],
+)
+def test_paired_ratio_verdict(low: float | None, high: float | None, verdict: str) -> None:
+    assert PairedRatio(1.0, low, high, 5).verdict() == verdict
 
 
 def test_comparison_with_the_baseline_scenario_per_server() -> None:
@@ -132,21 +167,30 @@ def test_comparison_with_the_baseline_scenario_per_server() -> None:
     inst2.runs["tritium"] = [m(110), err, m(330), m(360)]
     # Triton drifts up over the rounds: the medians mislead, the paired rounds do not.
     base.runs["triton"] = [m(100), m(200), m(300)]
-    inst2.runs["triton"] = [m(90), m(180), m(600)]
+    inst2.runs["triton"] = [m(90), m(180), m(270)]
     c = compare_to_baseline(inst2, [base, inst2])
     assert c is not None and (c.scenario, c.baseline) == (inst2.scenario.name, base.scenario.name)
-    assert c.servers["tritium"] == BaselineRatios(median_ratio=330 / 200, paired_ratio=1.0)
-    assert c.servers["triton"] == BaselineRatios(median_ratio=180 / 200, paired_ratio=0.9)
+    tritium, triton = c.servers["tritium"], c.servers["triton"]
+    assert tritium.median_ratio == 330 / 200 and triton.median_ratio == 180 / 200
+    assert tritium.paired == paired_ratio(inst2.runs["tritium"], base.runs["tritium"])
+    assert triton.paired is not None and triton.paired.estimate == pytest.approx(0.9)
+    # Two rounds at 1.1 and 0.9 cannot rule out a 10% fall.
+    assert c.verdict == "inconclusive"
+    assert tritium.paired is not None and tritium.paired.low is not None
     assert c.line() == (
         "`identity_inst2_http_binary_c64` vs `identity_http_binary_c64`: "
-        "tritium 1.65× (paired 1.00×), Triton 0.90× (paired 0.90×)"
+        f"tritium 1.65× (paired 0.99×, 95% CI {tritium.paired.low:.2f}–"
+        f"{tritium.paired.high:.2f}, 2 rounds), "
+        "Triton 0.90× (paired 0.90×, 95% CI 0.90–0.90, 3 rounds); "
+        "tritium not below the baseline: inconclusive"
     )
     data = report_json({}, [base, inst2])["scenarios"]
     assert data[0]["baseline"] is None
     assert data[1]["baseline"] == {
         "scenario": "identity_http_binary_c64",
-        "tritium": {"median_ratio": 1.65, "paired_ratio": 1.0},
-        "triton": {"median_ratio": 0.9, "paired_ratio": 0.9},
+        "check": "inconclusive",
+        "tritium": {"median_ratio": 1.65, "paired": vars(tritium.paired)},
+        "triton": {"median_ratio": 0.9, "paired": vars(triton.paired)},
     }
     page = markdown_report(META, [base, inst2])
     assert "\n## Against a baseline scenario\n" in page
@@ -172,3 +216,4 @@ def test_a_baseline_without_successful_runs_gives_no_ratios() -> None:
     assert c is not None
     assert c.servers["tritium"] == BaselineRatios(None, None)
     assert "tritium — (paired —)" in c.line()
+    assert c.verdict == "inconclusive"

@@ -4,6 +4,7 @@ retry, results writing and interrupts (no server or tool is started)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -89,19 +90,35 @@ A, B, C = "add_sub_http_binary_c1", "identity_http_binary_c64", "identity_inst2_
 
 def test_each_round_runs_every_scenario_tritium_then_triton(bench: Bench, capsys) -> None:
     assert bench.run([A, B, C, "identity_http_json_c64"], rounds=2) == 0
-    one_round = [(s, server) for s in (A, B, C) for server in ("tritium", "triton")]
-    assert bench.order == one_round * 2
+    # C (baseline B) runs right after B on each server, and right before it in even rounds.
+    odd = [
+        (A, "tritium"),
+        (A, "triton"),
+        (B, "tritium"),
+        (C, "tritium"),
+        (B, "triton"),
+        (C, "triton"),
+    ]
+    even = [
+        (A, "tritium"),
+        (A, "triton"),
+        (C, "tritium"),
+        (B, "tritium"),
+        (C, "triton"),
+        (B, "triton"),
+    ]
+    assert bench.order == odd + even
     out = capsys.readouterr().out
     # The wrk scenario (no wrk here) is reported once, not once per round.
     assert out.count("identity_http_json_c64: skipped (wrk not on PATH)") == 1
     rounds = [line.split(" round ")[1][:3] for line in out.splitlines() if " round " in line]
     assert rounds == ["1/2"] * 6 + ["2/2"] * 6
-    line = f"[bench] {B} round 2/2 triton      1010.0 infer/s  p50      100 µs  p99      200 µs"
+    line = f"[bench] {B} round 2/2 triton      1012.0 infer/s  p50      100 µs  p99      200 µs"
     assert line + "\n" in out
     data = bench.report()
     assert [s["skipped"] for s in data["scenarios"]] == [None, None, "wrk not installed", None]
-    # Each server's runs are in round order: run 4 of the sequence is B's Triton in round 1.
-    assert [r["throughput"] for r in data["scenarios"][1]["runs"]["triton"]] == [1004, 1010]
+    # Each server's runs are in round order: runs 5 and 12 of the sequence are B's on Triton.
+    assert [r["throughput"] for r in data["scenarios"][1]["runs"]["triton"]] == [1005, 1012]
     assert all(s.calls == ["start", "stop"] for s in bench.servers.values())
 
 
@@ -110,10 +127,17 @@ def test_baseline_comparison_reaches_json_markdown_and_console(bench: Bench, cap
     data = bench.report()
     baseline = data["scenarios"][1]["baseline"]
     assert baseline["scenario"] == B
-    # Runs are numbered 1001.. in run order: C's tritium runs are 1003 and 1007, B's 1001, 1005.
-    assert baseline["tritium"]["paired_ratio"] == pytest.approx((1003 / 1001 + 1007 / 1005) / 2)
+    # Runs are numbered 1001.. in run order: B then C on tritium (1001, 1002), then on Triton
+    # (1003, 1004); round 2 reverses the pair: C, B on tritium (1005, 1006), on Triton.
+    paired = baseline["tritium"]["paired"]
+    assert paired["estimate"] == pytest.approx(math.sqrt(1002 / 1001 * 1005 / 1006))
+    assert paired["rounds"] == 2 and paired["low"] < paired["estimate"] < paired["high"]
+    assert baseline["check"] == "pass"  # C is checked against B; these pairs barely differ
     assert data["scenarios"][0]["baseline"] is None
-    line = f"`{C}` vs `{B}`: tritium 1.00× (paired 1.00×), Triton 1.00× (paired 1.00×)"
+    line = (
+        f"`{C}` vs `{B}`: tritium 1.00× (paired 1.00×, 95% CI {paired['low']:.2f}–"
+        f"{paired['high']:.2f}, 2 rounds)"
+    )
     assert line in capsys.readouterr().out
     (md,) = (bench.tmp_path / "results").glob("*.md")
     assert "## Against a baseline scenario\n\nThroughput" in md.read_text()
