@@ -18,6 +18,8 @@ class Measurement:
     p99_us: float | None = None
     # Server CPU (all its processes) per successful request over the whole run.
     server_cpu_us: float | None = None
+    # The server's main process alone (the rest is its workers or stubs), same span.
+    server_main_cpu_us: float | None = None
     # Rows per model execution (the batches the server formed) over the same span.
     mean_batch_size: float | None = None
     error: str | None = None

@@ -27,6 +27,7 @@ class ServerSummary:
     p99_us: float | None
     server_cpu_us: float | None = None
     mean_batch_size: float | None = None
+    server_main_cpu_us: float | None = None
 
 
 def summarize(measurements: list[Measurement]) -> ServerSummary:
@@ -46,6 +47,7 @@ def summarize(measurements: list[Measurement]) -> ServerSummary:
         p99_us=median([m.p99_us for m in good]),
         server_cpu_us=median([m.server_cpu_us for m in good]),
         mean_batch_size=median([m.mean_batch_size for m in good]),
+        server_main_cpu_us=median([m.server_main_cpu_us for m in good]),
     )
 
 

@@ -302,6 +302,7 @@ def _run_once(
     return replace(
         m,
         server_cpu_us=server_cpu.cpu_us_per_request(before, after),
+        server_main_cpu_us=server_cpu.main_cpu_us_per_request(before, after),
         mean_batch_size=server_cpu.mean_batch_size(before, after),
     )
 
@@ -347,6 +348,8 @@ def _line(m: Measurement) -> str:
     if not m.ok:
         return f"ERROR {m.error}"
     cpu = "" if m.server_cpu_us is None else f"  server CPU {m.server_cpu_us:6.0f} µs/infer"
+    if cpu and m.server_main_cpu_us is not None:
+        cpu += f" (main {m.server_main_cpu_us:.0f})"
     batch = "" if m.mean_batch_size is None else f"  batch {m.mean_batch_size:5.1f}"
     return (
         f"{m.throughput:9.1f} infer/s  p50 {m.p50_us:8.0f} µs  p99 {m.p99_us:8.0f} µs{cpu}{batch}"

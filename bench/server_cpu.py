@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +24,26 @@ from bench.servers import group_pids, http_get
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_ticks(pid: int, *, reaped_children: bool) -> int:
+    """utime + stime of `pid` (and cutime + cstime, its reaped children's, if asked); 0 when
+    it is gone."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    # utime, stime, cutime, cstime: fields 14-17 of proc(5), 12-15 after the comm.
+    return sum(int(v) for v in fields[11 : 15 if reaped_children else 13])
+
+
 def group_cpu_seconds(pgid: int) -> float:
     """User + system CPU seconds of the live processes in group `pgid` (children included)."""
-    total = 0
-    for pid in group_pids(pgid):
-        try:
-            fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # utime, stime, cutime, cstime: fields 14-17 of proc(5), 12-15 after the comm.
-        total += sum(int(v) for v in fields[11:15])
-    return total / _TICKS
+    return sum(_cpu_ticks(pid, reaped_children=True) for pid in group_pids(pgid)) / _TICKS
+
+
+def main_cpu_seconds(pgid: int) -> float:
+    """User + system CPU seconds of the group's leader alone: the server's main process
+    (tritium's event loop, tritonserver itself), without its workers or stubs."""
+    return _cpu_ticks(pgid, reaped_children=False) / _TICKS
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,7 @@ class CpuSample:
     requests: int | None
     inferences: int | None = None
     executions: int | None = None
+    main_cpu_s: float | None = None  # the main process's share of cpu_s
 
 
 def sample(pgid: int | None, url: str, model: str) -> CpuSample | None:
@@ -90,8 +100,9 @@ def sample(pgid: int | None, url: str, model: str) -> CpuSample | None:
     if pgid is None:
         return None
     cpu_s = group_cpu_seconds(pgid)
+    main_s = main_cpu_seconds(pgid)
     counts = model_counts(url, model)
-    return CpuSample(cpu_s, counts.requests, counts.inferences, counts.executions)
+    return CpuSample(cpu_s, counts.requests, counts.inferences, counts.executions, main_s)
 
 
 def cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> float | None:
@@ -102,6 +113,16 @@ def cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> flo
     if served <= 0:
         return None
     return (after.cpu_s - before.cpu_s) / served * 1e6
+
+
+def main_cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> float | None:
+    """The main process's CPU µs per successful request between two samples (None when not
+    measurable): what is left of `cpu_us_per_request` is the workers' (stubs')."""
+    if before is None or after is None or before.main_cpu_s is None or after.main_cpu_s is None:
+        return None
+    return cpu_us_per_request(
+        replace(before, cpu_s=before.main_cpu_s), replace(after, cpu_s=after.main_cpu_s)
+    )
 
 
 def mean_batch_size(before: CpuSample | None, after: CpuSample | None) -> float | None:

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import json
 import os
+import select
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +16,8 @@ from bench.server_cpu import (
     ModelCounts,
     cpu_us_per_request,
     group_cpu_seconds,
+    main_cpu_seconds,
+    main_cpu_us_per_request,
     mean_batch_size,
     model_counts,
     parse_counts,
@@ -30,6 +35,41 @@ def test_group_cpu_grows_while_the_group_computes() -> None:
     while time.process_time() < end:
         pass
     assert group_cpu_seconds(pgid) - before >= 0.15
+
+
+def test_main_cpu_counts_the_leader_process_alone() -> None:
+    # The leader of a new session burns CPU in a child: the group grows, its leader does not.
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    code = (
+        f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {burn!r}]); "
+        "print('reaped', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready and proc.stdout.readline() == "reaped\n"
+        assert main_cpu_seconds(proc.pid) < 0.2
+        assert group_cpu_seconds(proc.pid) >= 0.25  # the reaped child's CPU, via the leader
+    finally:
+        proc.kill()
+        proc.wait()
+    before = main_cpu_seconds(os.getpid())
+    end = time.process_time() + 0.2
+    while time.process_time() < end:
+        pass
+    assert main_cpu_seconds(os.getpid()) - before >= 0.15
+
+
+def test_main_cpu_per_request_uses_the_main_process_share() -> None:
+    before = CpuSample(1.0, 100, main_cpu_s=0.8)
+    assert main_cpu_us_per_request(before, CpuSample(1.5, 1100, main_cpu_s=1.2)) == (
+        pytest.approx(400.0)
+    )
+    assert main_cpu_us_per_request(CpuSample(1.0, 100), CpuSample(1.5, 1100, main_cpu_s=1)) is None
+    assert main_cpu_us_per_request(before, None) is None
 
 
 def test_cpu_per_request_divides_by_requests_served() -> None:
@@ -120,6 +160,8 @@ def test_samples_give_cpu_per_request_and_mean_batch_over_the_span(stats_server:
     assert mean_batch_size(before, after) == 25.0
     cpu = cpu_us_per_request(before, after)
     assert cpu is not None and cpu >= 0
+    main = main_cpu_us_per_request(before, after)
+    assert main is not None and 0 <= main <= cpu + 1e-9
     assert sample(None, stats_server, "identity") is None
 
 
@@ -140,6 +182,10 @@ def test_console_line_shows_cpu_and_batch() -> None:
         Measurement(1000.0, 100.0, 200.0, server_cpu_us=75.0, mean_batch_size=23.44)
     )
     assert line.endswith("server CPU     75 µs/infer  batch  23.4")
+    line = runner._line(
+        Measurement(1000.0, 100.0, 200.0, server_cpu_us=75.0, server_main_cpu_us=61.2)
+    )
+    assert line.endswith("server CPU     75 µs/infer (main 61)")
 
 
 def test_a_dead_server_is_restarted_and_its_log_kept(tmp_path, monkeypatch) -> None:
