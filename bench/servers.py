@@ -109,16 +109,31 @@ def wait_models_ready(url: str, models: list[str], timeout: float = READY_TIMEOU
 
 
 def group_pids(pgid: int) -> list[int]:
-    """Live (non-zombie) pids whose process group is `pgid`, read from /proc."""
-    pids = []
+    """Live (non-zombie) pids whose process group is `pgid`, and their descendants (tritium's
+    instance workers run in sessions of their own), read from /proc."""
+    parents: dict[int, int] = {}
+    members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
+            pid, ppid = int(stat.parent.name), int(fields[1])
+        except (OSError, IndexError, ValueError):
             continue
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            pids.append(int(stat.parent.name))
-    return pids
+        if fields[0] == "Z":
+            continue
+        parents[pid] = ppid
+        if fields[2] == str(pgid):
+            members.append(pid)
+    found = set(members)
+    for pid in parents:
+        chain = []
+        ancestor = pid
+        while ancestor in parents and ancestor not in found and len(chain) < 64:
+            chain.append(ancestor)
+            ancestor = parents[ancestor]
+        if ancestor in found:
+            found.update(chain)
+    return sorted(found)
 
 
 SHM_DIR = Path("/dev/shm")

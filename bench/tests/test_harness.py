@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,6 +41,18 @@ def test_failed_install_is_reported(tmp_path: Path) -> None:
 def test_group_pids_finds_own_group() -> None:
     assert os.getpid() in group_pids(os.getpgid(0))
     assert group_pids(2**22 + 12345) == []
+
+
+def test_group_pids_include_children_in_sessions_of_their_own() -> None:
+    # As tritium starts its instance workers: still counted with the server's group.
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert os.getpgid(child.pid) != os.getpgid(0)
+        assert child.pid in group_pids(os.getpgid(0))
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in group_pids(os.getpgid(0))
 
 
 def test_sigterm_becomes_keyboard_interrupt_and_handler_is_restored() -> None:
