@@ -130,6 +130,9 @@ def test_kill_9_of_the_server_takes_workers_down():
     server = ServerProcess([EXAMPLES]).start()
     workers = _children(server.proc.pid)
     assert workers
+    # Each worker leads a session of its own (its own scheduling group under autogroup),
+    # so only PR_SET_PDEATHSIG, not the server's process group, can take it down.
+    assert all(os.getsid(pid) == pid != os.getsid(server.proc.pid) for pid in workers)
     server.signal(signal.SIGKILL)
     server.wait(30)
     deadline = time.monotonic() + 10
