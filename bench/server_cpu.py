@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -107,12 +107,9 @@ def sample(pgid: int | None, url: str, model: str) -> CpuSample | None:
 
 def cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> float | None:
     """Server CPU µs per successful request between two samples (None when not measurable)."""
-    if before is None or after is None or before.requests is None or after.requests is None:
+    if before is None or after is None:
         return None
-    served = after.requests - before.requests
-    if served <= 0:
-        return None
-    return (after.cpu_s - before.cpu_s) / served * 1e6
+    return _us_per_request(before, after, before.cpu_s, after.cpu_s)
 
 
 def main_cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -> float | None:
@@ -120,9 +117,18 @@ def main_cpu_us_per_request(before: CpuSample | None, after: CpuSample | None) -
     measurable): what is left of `cpu_us_per_request` is the workers' (stubs')."""
     if before is None or after is None or before.main_cpu_s is None or after.main_cpu_s is None:
         return None
-    return cpu_us_per_request(
-        replace(before, cpu_s=before.main_cpu_s), replace(after, cpu_s=after.main_cpu_s)
-    )
+    return _us_per_request(before, after, before.main_cpu_s, after.main_cpu_s)
+
+
+def _us_per_request(
+    before: CpuSample, after: CpuSample, cpu_before: float, cpu_after: float
+) -> float | None:
+    if before.requests is None or after.requests is None:
+        return None
+    served = after.requests - before.requests
+    if served <= 0:
+        return None
+    return (cpu_after - cpu_before) / served * 1e6
 
 
 def mean_batch_size(before: CpuSample | None, after: CpuSample | None) -> float | None:

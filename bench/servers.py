@@ -111,7 +111,7 @@ def wait_models_ready(url: str, models: list[str], timeout: float = READY_TIMEOU
 def group_pids(pgid: int) -> list[int]:
     """Live (non-zombie) pids whose process group is `pgid`, and their descendants (tritium's
     instance workers run in sessions of their own), read from /proc."""
-    parents: dict[int, int] = {}
+    children: dict[int, list[int]] = {}
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -121,18 +121,15 @@ def group_pids(pgid: int) -> list[int]:
             continue
         if fields[0] == "Z":
             continue
-        parents[pid] = ppid
+        children.setdefault(ppid, []).append(pid)
         if fields[2] == str(pgid):
             members.append(pid)
-    found = set(members)
-    for pid in parents:
-        chain = []
-        ancestor = pid
-        while ancestor in parents and ancestor not in found and len(chain) < 64:
-            chain.append(ancestor)
-            ancestor = parents[ancestor]
-        if ancestor in found:
-            found.update(chain)
+    found, todo = set(members), members
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
     return sorted(found)
 
 
