@@ -36,7 +36,6 @@ UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--grpc-restricted-protocol",
     "--grpc-header-forward-pattern",
     "--model-namespacing",
-    "--metrics-config",
     "--trace-config",
     "--trace-file",
     "--trace-level",

@@ -48,6 +48,11 @@ class Unavailable(TritiumError):
     code = Code.UNAVAILABLE
 
 
+class Rejected(Unavailable):
+    """The scheduler refused the request: its queue was full, or it waited past its
+    queue timeout. Counted as ``reason="REJECTED"`` in the failure metrics."""
+
+
 class InternalError(TritiumError):
     code = Code.INTERNAL
 

@@ -1,8 +1,9 @@
 """Per-model inference statistics with the fields of Triton's statistics extension.
 
 Counters only: plain integer additions on the event loop, read as a JSON snapshot by
-``GET /v2/models/{m}/stats`` (and later by metrics). Request-level numbers are recorded
-by the service; execution-level numbers by the instance that ran the batch.
+``GET /v2/models/{m}/stats`` and by the Prometheus page (``frontends/metrics``), so the
+two can never disagree. Request-level numbers are recorded by the service;
+execution-level numbers by the instance that ran the batch.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class _BatchStats:
         self.compute_output = Duration()
 
 
+# Why a request failed, as Triton's ``nv_inference_request_failure{reason=...}`` says it.
+REJECTED, CANCELED, BACKEND, OTHER = range(4)
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+
+
 class ModelStatistics:
     """Counters for one model version."""
 
@@ -49,6 +55,8 @@ class ModelStatistics:
         self.execution_count = 0
         self.last_inference_ms = 0
         self.batches: dict[int, _BatchStats] = {}
+        # Failed requests by reason (indexed by REJECTED..OTHER); they add up to fail.count.
+        self.failures = [0, 0, 0, 0]
 
     def record_request(self, ok: bool, total_ns: int, queue_ns: int) -> None:
         # Duration.add written out: this runs for every request.
@@ -60,9 +68,16 @@ class ModelStatistics:
             queue.count += 1
             queue.ns += queue_ns
         else:
-            fail = self.fail
-            fail.count += 1
-            fail.ns += total_ns
+            self.record_failure(total_ns, OTHER)
+            return
+        self.last_inference_ms = time.time_ns() // 1_000_000
+
+    def record_failure(self, total_ns: int, reason: int) -> None:
+        """One failed request; ``reason`` is one of REJECTED, CANCELED, BACKEND, OTHER."""
+        fail = self.fail
+        fail.count += 1
+        fail.ns += total_ns
+        self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
 
     def record_execution(

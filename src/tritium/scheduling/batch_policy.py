@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritium.core import InferRequest
-from tritium.core.errors import Unavailable
+from tritium.core.errors import Rejected
 from tritium.scheduling.batch_config import BatchingConfig, QueuePolicy, TimeoutAction
 from tritium.scheduling.batch_shapes import InputMatcher
 
@@ -163,7 +163,7 @@ class BatchPolicy:
         level = self._levels[index]
         if level.count >= level.max_size:
             self._rejected_full += 1
-            raise Unavailable("Exceeds maximum queue size")
+            raise Rejected("Exceeds maximum queue size")
         timeout_ns = level.timeout_ns
         if level.allow_override:
             # Triton only lets a request shorten a configured timeout, never add one.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from tritium.core import Completion, InferRequest, InferResponse
-from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
+from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
 from tritium.scheduling.runner import BatchOutcome, Runner
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
@@ -48,7 +48,7 @@ class DefaultScheduler:
         """Schedule ``request``; the future gets its response. Cancelling the future
         drops a queued request or tells the running one it was cancelled."""
         if not self._idle and len(self._queue) >= self._max_queue:
-            raise Unavailable("Exceeds maximum queue size")
+            raise Rejected("Exceeds maximum queue size")
         waiter: Waiter = Completion()
         if self._idle and not self._queue:
             self._dispatch(self._idle.pop(), request, waiter)

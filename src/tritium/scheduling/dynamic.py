@@ -24,7 +24,7 @@ from functools import partial
 from typing import Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse
-from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
+from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
 from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.runner import BatchOutcome, Runner
@@ -205,7 +205,7 @@ class DynamicBatcher:
                     continue
                 decision = self._policy.poll(self._clock(), True)
                 for entry in decision.rejected:
-                    _fail(entry.token, Unavailable("Request timeout expired"))
+                    _fail(entry.token, Rejected("Request timeout expired"))
                 batch = decision.batch
                 if batch is None:
                     idle.append(runner)

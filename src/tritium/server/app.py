@@ -13,6 +13,7 @@ import signal
 from pathlib import Path
 
 from tritium.core.heap import settle_heap
+from tritium.frontends.metrics import parse_metrics_config
 from tritium.server.devices import gpu_count
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
@@ -42,6 +43,8 @@ class Server:
             model_config_name=settings.model_config_name,
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
+            latency_summaries=settings.allow_metrics
+            and parse_metrics_config(settings.metrics_config).summary_latencies,
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         self.service = Service(
@@ -52,6 +55,7 @@ class Server:
         )
         self.http = None
         self.grpc = None
+        self.metrics = None
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
@@ -99,6 +103,11 @@ class Server:
                 max_input_size=self.settings.http_max_input_size,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
+        if self.settings.allow_metrics:
+            self.metrics = await _start_metrics(self.service, self.settings)
+            log.info(
+                "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
+            )
 
     async def shutdown(self) -> None:
         timeout = float(self.settings.exit_timeout_secs)
@@ -108,6 +117,8 @@ class Server:
         if self.http is not None:
             await self.http.shutdown(timeout)
         await self.models.unload_all(timeout)
+        if self.metrics is not None:
+            await self.metrics.close()
         self.service.close()
 
 
@@ -164,6 +175,19 @@ async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
     from tritium.frontends.grpc import start_grpc_server
 
     return await start_grpc_server(service, options)
+
+
+async def _start_metrics(service: Service, s: Settings):  # noqa: ANN202 - imported lazily
+    from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
+
+    options = MetricsOptions(
+        host=s.metrics_address,
+        port=s.metrics_port,
+        interval_ms=s.metrics_interval_ms,
+        cpu_metrics=s.allow_cpu_metrics,
+        config=parse_metrics_config(s.metrics_config),
+    )
+    return await start_metrics_server(service, options)
 
 
 async def serve(settings: Settings) -> int:

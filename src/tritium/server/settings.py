@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritium.frontends.metrics.config import parse_metrics_config
+
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")
 GRPC_COMPRESSION_LEVELS = ("none", "low", "medium", "high")
@@ -257,6 +259,14 @@ class Settings:
     metrics_interval_ms: int = _opt(
         2000, "Milliseconds between two collections of the polled metrics.", "Metrics"
     )
+    metrics_config: tuple[str, ...] = _opt(
+        (),
+        "Metrics setting, as <setting>=<value>: counter_latencies=<bool> (default true), "
+        "summary_latencies=<bool> (default false), summary_quantiles=<q>:<error>,... , "
+        "histogram_latencies=<bool> (default false).",
+        "Metrics",
+        metavar="<setting>=<value>",
+    )
 
     # --- Backend ------------------------------------------------------------------------
     backend_config: tuple[tuple[str, str, str], ...] = _opt(
@@ -337,6 +347,7 @@ def _validate(s: Settings) -> None:
             raise ValueError(f"--{_flag(name)} must be > 0, got {getattr(s, name)}")
     _check_choice(s, "model_control_mode", MODEL_CONTROL_MODES)
     _check_choice(s, "log_format", LOG_FORMATS)
+    parse_metrics_config(s.metrics_config)  # raises ValueError naming the bad setting
     _check_choice(s, "grpc_infer_response_compression_level", GRPC_COMPRESSION_LEVELS)
     _check_choice(s, "grpc_implementation", GRPC_IMPLEMENTATIONS)
     if s.load_model and s.model_control_mode != "explicit":

@@ -17,7 +17,9 @@ from typing import Any
 
 from tritium import config as cfg
 from tritium import repository as repo
+from tritium.core.clock import now_ns
 from tritium.core.errors import NotFound, TritiumError, Unavailable
+from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, DynamicBatcher
 from tritium.service.model_io import ModelSignature, signature_from_config
@@ -36,6 +38,8 @@ class LoadOptions:
     log_verbose: int = 0
     gpu_count: int = 0
     load_timeout_s: float = LOAD_TIMEOUT_S
+    # Keep per-request latency summaries (--metrics-config summary_latencies=true).
+    latency_summaries: bool = False
 
 
 class LoadedVersion:
@@ -318,7 +322,7 @@ class ModelManager:
                     await process.stop(1.0)
                 raise
 
-        stats = ModelStatistics()
+        stats = SummarizedStatistics(now_ns) if self.options.latency_summaries else ModelStatistics()
         instances = [ModelInstance(spec, starter, stats) for spec in _instance_specs(config)]
         results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]

@@ -13,6 +13,8 @@ from tritium import __version__
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
+from tritium.core.statistics import BACKEND, CANCELED
+from tritium.service.failures import failure_reason
 from tritium.service.models import LoadedVersion, ModelManager
 from tritium.service.shared_memory import (
     RequestRegions,
@@ -146,8 +148,8 @@ class Service:
             request.arrival_ns = now_ns()
             try:
                 done = loaded.scheduler.submit(request)
-            except TritiumError:
-                loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
+            except TritiumError as exc:
+                loaded.stats.record_failure(now_ns() - request.arrival_ns, failure_reason(exc))
                 raise
         except BaseException:
             if used is not None:
@@ -223,16 +225,19 @@ def _finish_shm(used: RequestRegions, done: Completion) -> None:
 
 def _finish(loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
     """Stamp the response with what the client asked for and count it."""
-    if done.cancelled():
-        return
     start = request.arrival_ns
-    if done.exception() is not None:
-        loaded.stats.record_request(False, now_ns() - start, 0)
+    if done.cancelled():
+        loaded.stats.record_failure(now_ns() - start, CANCELED)
+        return
+    exc = done.exception()
+    if exc is not None:
+        loaded.stats.record_failure(now_ns() - start, failure_reason(exc))
         return
     response = done.result()
     response.model_name = loaded.name
     response.model_version = loaded.version_str
     response.id = request.id
-    loaded.stats.record_request(
-        response.error is None, now_ns() - start, request.dispatch_ns - start
-    )
+    if response.error is None:
+        loaded.stats.record_request(True, now_ns() - start, request.dispatch_ns - start)
+    else:
+        loaded.stats.record_failure(now_ns() - start, BACKEND)

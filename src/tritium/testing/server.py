@@ -18,6 +18,7 @@ from pathlib import Path
 
 _STARTED = re.compile(r"Started HTTPService at [^:\s]+:(\d+)")
 _GRPC_STARTED = re.compile(r"Started GRPCInferenceService at [^:\s]+:(\d+)")
+_METRICS_STARTED = re.compile(r"Started Metrics Service at [^:\s]+:(\d+)")
 
 
 class ServerProcess:
@@ -31,6 +32,7 @@ class ServerProcess:
         startup_timeout: float = 120.0,
         env: dict[str, str] | None = None,
         grpc: bool = False,
+        metrics: bool = False,
     ) -> None:
         self.args = [
             sys.executable,
@@ -40,7 +42,7 @@ class ServerProcess:
             *(f"--model-repository={r}" for r in repositories),
             "--http-port=0",
             *(("--grpc-port=0",) if grpc else ("--allow-grpc=false",)),
-            "--allow-metrics=false",
+            *(("--metrics-port=0",) if metrics else ("--allow-metrics=false",)),
             *extra_args,
         ]
         self.startup_timeout = startup_timeout
@@ -48,6 +50,8 @@ class ServerProcess:
         self.proc: subprocess.Popen[str] | None = None
         self.port: int | None = None
         self.grpc_port: int | None = None
+        self.metrics_port: int | None = None
+        self._metrics = metrics
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._started = threading.Event()
@@ -60,6 +64,10 @@ class ServerProcess:
     @property
     def grpc_url(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     @property
     def log(self) -> str:
@@ -96,9 +104,14 @@ class ServerProcess:
             g = _GRPC_STARTED.search(line)
             if g and self.grpc_port is None:
                 self.grpc_port = int(g.group(1))
+            g = _METRICS_STARTED.search(line)
+            if g and self.metrics_port is None:
+                self.metrics_port = int(g.group(1))
             m = _STARTED.search(line)
             if m and self.port is None:
                 self.port = int(m.group(1))
+            # Started when HTTP is up, and metrics too where asked for (logged after HTTP).
+            if self.port is not None and (not self._metrics or self.metrics_port is not None):
                 self._started.set()
         self._started.set()
 

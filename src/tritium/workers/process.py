@@ -23,6 +23,7 @@ from tritium.core.errors import InternalError, TritiumError, Unavailable, error_
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.workers.batch_messages import read_responses, write_batch
+from tritium.workers.notices import handle_notice
 
 log = logging.getLogger("tritium.workers")
 
@@ -129,6 +130,9 @@ class WorkerProcess:
     # -- messaging --------------------------------------------------------------------
 
     def _on_message(self, message: Any) -> None:
+        if message.get("op") == "notice":  # sent unasked, never a reply
+            handle_notice(self.label, message)
+            return
         if self._batch is not None:
             self._on_batch_message(message)
             return

@@ -18,6 +18,7 @@ import sys
 import traceback
 
 from tritium.backends.python.model_host import ModelHost
+from tritium.backends.python.notices import send_notices
 from tritium.core.heap import settle_heap
 from tritium.ipc import Arena, MessageReader, recv_fd, send_message
 
@@ -57,6 +58,7 @@ class Worker:
                 if not isinstance(code, str):
                     code = "INTERNAL"
                 reply = {"op": "error", "code": code, "message": str(exc)}
+            send_notices(self.ctl)
             send_message(self.ctl, reply)
             if op == "fini":
                 return

@@ -1,0 +1,189 @@
+"""The metrics page's families, read from what the server already keeps.
+
+Every per-model number comes from the same ``ModelStatistics`` object the statistics
+extension serves (``GET /v2/models/stats``), converted from ns to µs, so the two can
+never disagree; the pending count is the scheduler's queue length. Names, help texts,
+types and labels are Triton's, in Triton's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from tritium.core.custom_metrics import CustomMetrics
+from tritium.core.latency_summary import LatencySummary, SummarizedStatistics
+from tritium.core.statistics import FAILURE_REASONS, ModelStatistics
+from tritium.frontends.metrics.config import MetricsConfig
+from tritium.frontends.metrics.exposition import Family, Labels
+from tritium.frontends.metrics.system import SystemSample
+from tritium.service.models import LoadedVersion, ModelManager
+
+_COUNTERS = (
+    ("nv_inference_request_success", "Number of successful inference requests, all batch sizes"),
+    ("nv_inference_request_failure", "Number of failed inference requests, all batch sizes"),
+    (
+        "nv_inference_count",
+        "Number of inferences performed (does not include cached requests)",
+    ),
+    (
+        "nv_inference_exec_count",
+        "Number of model executions performed (does not include cached requests)",
+    ),
+)
+# (family name, help, ModelStatistics attribute holding the Duration)
+_DURATIONS = (
+    (
+        "nv_inference_request_duration_us",
+        "Cumulative inference request duration in microseconds (includes cached requests)",
+        "success",
+    ),
+    (
+        "nv_inference_queue_duration_us",
+        "Cumulative inference queuing duration in microseconds (includes cached requests)",
+        "queue",
+    ),
+    (
+        "nv_inference_compute_input_duration_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        "compute_input",
+    ),
+    (
+        "nv_inference_compute_infer_duration_us",
+        "Cumulative compute inference duration in microseconds (does not include cached "
+        "requests)",
+        "compute_infer",
+    ),
+    (
+        "nv_inference_compute_output_duration_us",
+        "Cumulative inference compute output duration in microseconds (does not include "
+        "cached requests)",
+        "compute_output",
+    ),
+)
+# (family name, help, SummarizedStatistics attribute holding the LatencySummary)
+_SUMMARIES = (
+    (
+        "nv_inference_request_summary_us",
+        "Summary of inference request duration in microseconds (includes cached requests)",
+        "request_summary",
+    ),
+    (
+        "nv_inference_queue_summary_us",
+        "Summary of inference queuing duration in microseconds (includes cached requests)",
+        "queue_summary",
+    ),
+    (
+        "nv_inference_compute_input_summary_us",
+        "Cumulative compute input duration in microseconds (does not include cached requests)",
+        "compute_input_summary",
+    ),
+    (
+        "nv_inference_compute_infer_summary_us",
+        "Cumulative compute inference duration in microseconds (does not include cached "
+        "requests)",
+        "compute_infer_summary",
+    ),
+    (
+        "nv_inference_compute_output_summary_us",
+        "Cumulative inference compute output duration in microseconds (does not include "
+        "cached requests)",
+        "compute_output_summary",
+    ),
+)
+PENDING = (
+    "nv_inference_pending_request_count",
+    "Instantaneous number of pending requests awaiting execution per-model.",
+)
+CPU_UTILIZATION = ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]")
+CPU_MEMORY_TOTAL = ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes")
+CPU_MEMORY_USED = ("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes")
+
+
+def loaded_versions(models: ModelManager) -> Iterator[LoadedVersion]:
+    """Every loaded version, by model name then version number."""
+    for name in sorted(models.models):
+        entry = models.models[name]
+        for number in sorted(entry.versions):
+            loaded = entry.versions[number].loaded
+            if loaded is not None:
+                yield loaded
+
+
+def model_families(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+    success, failure, count, execs = (Family(n, h, "counter") for n, h in _COUNTERS)
+    durations = [Family(n, h, "counter") for n, h, _ in _DURATIONS] if config.counter_latencies else []
+    pending = Family(*PENDING, "gauge")
+    for loaded in versions:
+        stats: ModelStatistics = loaded.stats
+        labels: Labels = (("model", loaded.name), ("version", loaded.version_str))
+        success.add(labels, stats.success.count)
+        for reason, n in zip(FAILURE_REASONS, stats.failures):
+            failure.add((labels[0], ("reason", reason), labels[1]), n)
+        count.add(labels, stats.inference_count)
+        execs.add(labels, stats.execution_count)
+        for family, (_, _, attr) in zip(durations, _DURATIONS):
+            family.add(labels, getattr(stats, attr).ns // 1000)
+        pending.add(labels, loaded.scheduler.statistics().queued)
+    return [success, failure, count, execs, *durations, pending]
+
+
+def summary_families(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+    if not config.summary_latencies:
+        return []
+    quantiles = [q for q, _ in config.summary_quantiles]
+    families = []
+    for name, help_text, attr in _SUMMARIES:
+        family = Family(name, help_text, "summary")
+        for loaded in versions:
+            stats = loaded.stats
+            if not isinstance(stats, SummarizedStatistics):
+                continue  # loaded before summaries were on (cannot happen from the CLI)
+            summary: LatencySummary = getattr(stats, attr)
+            labels: Labels = (("model", loaded.name), ("version", loaded.version_str))
+            family.add(labels, summary.count, "_count")
+            family.add(labels, summary.sum, "_sum")
+            for q, value in zip(quantiles, summary.quantiles(quantiles)):
+                family.add((*labels, ("quantile", _quantile_label(q))), value)
+        families.append(family)
+    return families
+
+
+def _quantile_label(q: float) -> str:
+    return repr(q) if not q.is_integer() else str(int(q))
+
+
+def custom_families(registry: CustomMetrics) -> list[Family]:
+    families = []
+    for name in sorted(registry.families):
+        custom = registry.families[name]
+        family = Family(custom.name, custom.help, custom.kind)
+        for labels, series in sorted(custom.series.items()):
+            if custom.kind != "histogram":
+                family.add(labels, series.value)
+                continue
+            family.add(labels, sum(series.counts), "_count")
+            family.add(labels, series.sum, "_sum")
+            cumulative = 0
+            for bound, n in zip((*series.buckets, float("inf")), series.counts):
+                cumulative += n
+                le = "+Inf" if bound == float("inf") else _bucket_label(bound)
+                family.add((*labels, ("le", le)), cumulative, "_bucket")
+        families.append(family)
+    return families
+
+
+def _bucket_label(bound: float) -> str:
+    return str(int(bound)) if bound.is_integer() else repr(bound)
+
+
+def cpu_families(sample: SystemSample) -> list[Family]:
+    families = []
+    for (name, help_text), value in (
+        (CPU_UTILIZATION, sample.cpu_utilization),
+        (CPU_MEMORY_TOTAL, sample.memory_total_bytes),
+        (CPU_MEMORY_USED, sample.memory_used_bytes),
+    ):
+        family = Family(name, help_text, "gauge")
+        family.add((), value)
+        families.append(family)
+    return families
