@@ -10,14 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from pathlib import Path
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import parse_metrics_config
 from tritium.server.devices import gpu_count
+from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service.log_settings import LogSettings
 
 log = logging.getLogger("tritium.server")
 
@@ -47,11 +50,21 @@ class Server:
             and parse_metrics_config(settings.metrics_config).summary_latencies,
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
+        log_settings = LogSettings(
+            log_file=settings.log_file,
+            info=settings.log_info,
+            warning=settings.log_warning,
+            error=settings.log_error,
+            verbose=settings.log_verbose,
+            fmt=settings.log_format,
+        )
+        connect_log_settings(log_settings, self.models)
         self.service = Service(
             self.models,
             server_id=settings.id,
             strict_readiness=settings.strict_readiness,
             allow_client_shm=settings.allow_client_shm,
+            log_settings=log_settings,
         )
         self.http = None
         self.grpc = None
@@ -214,12 +227,18 @@ async def serve(settings: Settings) -> int:
 
 def run(settings: Settings) -> int:
     """Run the server until SIGINT/SIGTERM; returns the process exit code."""
-    configure(
-        verbose=settings.log_verbose,
-        info=settings.log_info,
-        warning=settings.log_warning,
-        error=settings.log_error,
-    )
+    try:
+        configure(
+            verbose=settings.log_verbose,
+            info=settings.log_info,
+            warning=settings.log_warning,
+            error=settings.log_error,
+            fmt=settings.log_format,
+            log_file=settings.log_file,
+        )
+    except OSError as exc:
+        print(f"error: cannot open --log-file '{settings.log_file}': {exc.strerror}", file=sys.stderr)
+        return 1
     try:
         import uvloop
 

@@ -15,6 +15,7 @@ from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
 from tritium.core.statistics import BACKEND, CANCELED
 from tritium.service.failures import failure_reason
+from tritium.service.log_settings import LogSettings
 from tritium.service.models import LoadedVersion, ModelManager
 from tritium.service.shared_memory import (
     RequestRegions,
@@ -30,6 +31,7 @@ EXTENSIONS = [
     "binary_tensor_data",
     "parameters",
     "model_configuration",
+    "logging",
 ]
 # Listed only when clients may register regions. "cuda_shared_memory" is never listed:
 # without a CUDA runtime its register call can only fail (see ``cuda_shm_*``).
@@ -53,6 +55,7 @@ class Service:
         strict_readiness: bool = True,
         allow_client_shm: bool = True,
         shared_memory: SharedMemoryRegistry | None = None,
+        log_settings: LogSettings | None = None,
     ) -> None:
         self.models = models
         self.server_id = server_id
@@ -62,6 +65,8 @@ class Service:
         self.allow_client_shm = allow_client_shm
         self.shared_memory = shared_memory if shared_memory is not None else SharedMemoryRegistry()
         self._extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
+        # The logging extension's live settings (see service/log_settings.py).
+        self.log_settings = log_settings if log_settings is not None else LogSettings()
 
     # -- health and metadata ---------------------------------------------------------------
 

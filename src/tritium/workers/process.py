@@ -176,6 +176,11 @@ class WorkerProcess:
             raise error_from_code(reply.get("code", "INTERNAL"), reply["message"])
         return reply
 
+    def post(self, message: dict[str, Any]) -> None:
+        """Send a message that gets no reply; the worker applies it between batches."""
+        if self._alive and self._transport is not None:
+            self._send(message)
+
     def _send(self, message: Any) -> None:
         assert self._transport is not None
         self._transport.write(encode(message))

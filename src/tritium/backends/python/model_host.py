@@ -12,13 +12,13 @@ import importlib.util
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tritium.backends.python import pb_utils
+from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
@@ -73,7 +73,7 @@ class ModelHost:
         after auto-complete (None when auto-complete did not run)."""
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
-        pb_utils._set_log_verbose(int(self.spec.get("log_verbose", 0)))
+        apply_startup_settings(int(self.spec.get("log_verbose", 0)))
         filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
         path = version_dir / filename
@@ -89,7 +89,7 @@ class ModelHost:
             sys.modules["model"] = module
             spec.loader.exec_module(module)
         except Exception as exc:
-            traceback.print_exc()
+            log_exception()
             raise ModelLoadError(
                 f"failed to load model '{self.model_name}': {_describe(exc)}"
             ) from exc
@@ -104,7 +104,7 @@ class ModelHost:
             try:
                 cfg = model_class.auto_complete_config(pb_utils.ModelConfig(self.config))
             except Exception as exc:
-                traceback.print_exc()
+                log_exception()
                 raise ModelLoadError(
                     f"auto_complete_config failed for model '{self.model_name}': {_describe(exc)}"
                 ) from exc
@@ -137,7 +137,7 @@ class ModelHost:
                 init(args)
             self._has_is_ready = callable(getattr(self.model, "is_ready", None))
         except Exception as exc:
-            traceback.print_exc()
+            log_exception()
             raise ModelLoadError(
                 f"Failed to initialize model instance '{self.instance_name}': {_describe(exc)}"
             ) from exc
@@ -154,7 +154,7 @@ class ModelHost:
         try:
             return bool(check())
         except Exception:  # noqa: BLE001
-            traceback.print_exc()
+            log_exception()
             return False
 
     def finalize(self) -> None:
@@ -224,7 +224,7 @@ class ModelHost:
         try:
             result = self.model.execute(requests)
         except Exception as exc:
-            traceback.print_exc()
+            log_exception()
             message = (
                 f"Failed to process the request(s) for model "
                 f"'{self.instance_name}', message: {_describe(exc)}"
@@ -300,7 +300,7 @@ class ModelHost:
                     outputs.append((pos, index, name, wire, array.shape, array, raw))
                     pos = (pos + size + ALIGN_MASK) & ~ALIGN_MASK
             except Exception as exc:  # noqa: BLE001
-                traceback.print_exc()
+                log_exception()
                 pos = start
                 replies.append(
                     {"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]}

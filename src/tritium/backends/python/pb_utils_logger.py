@@ -1,13 +1,16 @@
 """``pb_utils.Logger``: model log lines written to stderr in Triton's server-log format.
 
-A worker's stderr is the server log, so a line looks exactly like Triton's::
+A worker's stderr is the server log (the terminal, or ``--log-file``), so a line looks
+exactly like Triton's::
 
     I1130 05:59:02.525178 11698 model.py:115] "plain msg"
 
 (level letter, UTC month/day and time with microseconds, pid, caller file:line, then the
-message quoted and escaped). VERBOSE lines print with ``I`` and only when the verbosity
-set by the worker through :func:`configure_logging` is at least 1, as with
-``tritonserver --log-verbose=1``.
+message quoted and escaped; ``--log-format=ISO8601`` changes the timestamp). VERBOSE lines
+print with ``I`` and only when the verbosity is at least 1, as with
+``tritonserver --log-verbose=1``; ``--log-info/warning/error=false`` silence their level.
+The server sends changes made through the logging extension to running workers
+(:func:`apply_log_settings`); a new worker starts from ``TRITIUM_LOG_SETTINGS``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import os
 import sys
 import threading
 import time
-from typing import TextIO
+import traceback
+from typing import Any, TextIO
+
+from tritium.core.log_lines import DEFAULT, head, quote
+
+# Set by the server for its workers: the logging settings in force when a worker starts.
+ENV = "TRITIUM_LOG_SETTINGS"
 
 
 class LogLevel(enum.IntEnum):
@@ -35,6 +44,8 @@ _LETTER = {LogLevel.INFO: "I", LogLevel.WARNING: "W", LogLevel.ERROR: "E", LogLe
 
 class _Settings:
     verbose = 0
+    enabled = {0: True, 1: True, 2: True}  # INFO, WARNING, ERROR
+    fmt = DEFAULT
     stream: TextIO | None = None  # None: whatever sys.stderr is at the time of the call
     pid: int | None = None  # None: this process's pid
     lock = threading.Lock()
@@ -57,34 +68,62 @@ def configure_logging(
         _Settings.pid = int(pid)
 
 
+def apply_log_settings(settings: dict[str, Any]) -> None:
+    """Apply the logging extension's settings (``log_info``, ``log_verbose_level``, ...)."""
+    if "log_verbose_level" in settings:
+        _Settings.verbose = int(settings["log_verbose_level"])
+    for key, level in (("log_info", 0), ("log_warning", 1), ("log_error", 2)):
+        if key in settings:
+            _Settings.enabled = {**_Settings.enabled, level: bool(settings[key])}
+    if "log_format" in settings:
+        _Settings.fmt = str(settings["log_format"])
+
+
+def apply_startup_settings(default_verbose: int) -> None:
+    """At model load: the server's current settings when it passed them, else the default."""
+    text = os.environ.get(ENV)
+    if text:
+        try:
+            apply_log_settings(json.loads(text))
+            return
+        except (ValueError, TypeError):
+            pass
+    _Settings.verbose = int(default_verbose)
+
+
 def reset_logging() -> None:
-    """Back to defaults: verbosity 0, ``sys.stderr``, own pid."""
+    """Back to defaults: verbosity 0, every level on, default format, stderr, own pid."""
     _Settings.verbose = 0
+    _Settings.enabled = {0: True, 1: True, 2: True}
+    _Settings.fmt = DEFAULT
     _Settings.stream = None
     _Settings.pid = None
 
 
 def format_line(
-    level: LogLevel, message: str, filename: str, lineno: int, now_ns: int, pid: int
+    level: LogLevel,
+    message: str,
+    filename: str,
+    lineno: int,
+    now_ns: int,
+    pid: int,
+    fmt: str = DEFAULT,
 ) -> str:
-    """One log line (with trailing newline) in Triton's default format.
+    """One log line (with trailing newline) in Triton's format.
 
     ``now_ns`` is wall-clock time in nanoseconds since the epoch (``time.time_ns()``).
     """
-    seconds, rest = divmod(now_ns, 1_000_000_000)
-    micros = rest // 1000
-    t = time.gmtime(seconds)
-    return (
-        f"{_LETTER[level]}{t.tm_mon:02d}{t.tm_mday:02d} {t.tm_hour:02d}:{t.tm_min:02d}:"
-        f"{t.tm_sec:02d}.{micros:06d} {pid} {os.path.basename(filename)}:{lineno}] "
-        f"{json.dumps(message, ensure_ascii=False)}\n"
-    )
+    letter = _LETTER[level]
+    return head(letter, now_ns, pid, os.path.basename(filename), lineno, fmt) + quote(message) + "\n"
 
 
 def _emit(level: LogLevel, message: str, depth: int) -> None:
     if not isinstance(message, str):
         raise TypeError(f"log message must be a str, got {type(message)}")
-    if level == LogLevel.VERBOSE and _Settings.verbose < 1:
+    if level == LogLevel.VERBOSE:
+        if _Settings.verbose < 1:
+            return
+    elif not _Settings.enabled.get(int(level), True):
         return
     frame = sys._getframe(depth)
     line = format_line(
@@ -94,11 +133,21 @@ def _emit(level: LogLevel, message: str, depth: int) -> None:
         frame.f_lineno,
         time.time_ns(),  # wall clock: log timestamps are calendar time
         _Settings.pid if _Settings.pid is not None else os.getpid(),
+        _Settings.fmt,
     )
     stream = _Settings.stream if _Settings.stream is not None else sys.stderr
     with _Settings.lock:  # one whole line per write, even from model threads
         stream.write(line)
         stream.flush()
+
+
+def log_exception() -> None:
+    """The exception being handled, with its traceback, as one escaped ERROR line.
+
+    Used where a worker reports a model's failure: the traceback may hold text from a
+    request, so it is quoted like any message rather than written raw.
+    """
+    _emit(LogLevel.ERROR, traceback.format_exc().rstrip("\n"), 2)
 
 
 class Logger:

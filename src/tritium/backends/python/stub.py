@@ -18,7 +18,7 @@ import sys
 import traceback
 
 from tritium.backends.python.model_host import ModelHost
-from tritium.backends.python.notices import send_notices
+from tritium.backends.python.notices import ONE_WAY, send_notices
 from tritium.core.heap import settle_heap
 from tritium.ipc import Arena, MessageReader, recv_fd, send_message
 
@@ -50,6 +50,9 @@ class Worker:
             op = message.get("op")
             if op == "arena":
                 self._take_arena(message)
+                continue
+            if op in ONE_WAY:
+                ONE_WAY[op](message)
                 continue
             try:
                 reply = self.dispatch(op, message)

@@ -21,7 +21,7 @@ from tritonclient.grpc import service_pb2
 
 from tritium.core.completion import Completion
 from tritium.core.errors import NotFound, TritiumError, Unsupported
-from tritium.frontends.grpc import shared_memory
+from tritium.frontends.grpc import observability, shared_memory
 from tritium.frontends.grpc.infer_calls import (
     Finish,
     begin_infer,
@@ -220,16 +220,8 @@ def _table() -> dict[str, Method]:
             pb.CudaSharedMemoryUnregisterRequest,
             _shared_memory("CudaSharedMemoryUnregister"),
         ),
-        _method(
-            "TraceSetting",
-            pb.TraceSettingRequest,
-            _unsupported("the trace extension (TraceSetting)"),
-        ),
-        _method(
-            "LogSettings",
-            pb.LogSettingsRequest,
-            _unsupported("the logging extension (LogSettings)"),
-        ),
+        _method("TraceSetting", pb.TraceSettingRequest, observability.trace_setting),
+        _method("LogSettings", pb.LogSettingsRequest, observability.log_settings),
         _method("Check", health_pb2.HealthCheckRequest, _health_check, service=HEALTH_SERVICE),
     ]
     return {m.path: m for m in methods}

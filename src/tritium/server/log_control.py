@@ -1,0 +1,38 @@
+"""Carries changes made through the logging extension to everything that writes the log:
+the server's own handler, the running workers (a one-way message each) and the workers
+started later (``TRITIUM_LOG_SETTINGS`` in the environment they inherit)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tritium.backends.python.pb_utils_logger import ENV
+from tritium.server import logging_setup
+from tritium.service.log_settings import LogSettings
+from tritium.service.models import ModelManager
+
+
+def _publish(settings: LogSettings) -> None:
+    values = settings.as_json()
+    values.pop("log_file", None)
+    os.environ[ENV] = json.dumps(values)
+
+
+def connect(settings: LogSettings, models: ModelManager) -> None:
+    _publish(settings)
+
+    def changed(update: dict[str, Any]) -> None:
+        logging_setup.apply(update)
+        _publish(settings)
+        message = {"op": "log_settings", "settings": update}
+        for entry in models.models.values():
+            for status in entry.versions.values():
+                if status.loaded is None:
+                    continue
+                for instance in status.loaded.instances:
+                    if instance.process is not None:
+                        instance.process.post(message)
+
+    settings.on_change(changed)
