@@ -85,6 +85,8 @@ EVERY_FLAG = [
     ("--metrics-address=127.0.0.2", "metrics_address", "127.0.0.2"),
     ("--metrics-port=18002", "metrics_port", 18002),
     ("--metrics-interval-ms=500", "metrics_interval_ms", 500),
+    ("--metrics-config=summary_latencies=true", "metrics_config", ("summary_latencies=true",)),
+    ("--trace-config=rate=10", "trace_config", ("rate=10",)),
     (
         "--backend-config=python,shm-default-byte-size=1048576",
         "backend_config",
@@ -324,7 +326,7 @@ def test_missing_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --http-port: expected one argument" in err
 
 
-@pytest.mark.parametrize("flag", ["--trace-config", "--rate-limit", "--cache-config"])
+@pytest.mark.parametrize("flag", ["--trace-level", "--rate-limit", "--cache-config"])
 def test_unsupported_triton_flags_are_refused_by_name(
     capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:

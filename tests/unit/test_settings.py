@@ -65,6 +65,8 @@ TRITON_DEFAULTS = {
     "metrics_address": "0.0.0.0",  # Triton: same as --http-address
     "metrics_port": 8002,
     "metrics_interval_ms": 2000,
+    "metrics_config": (),
+    "trace_config": (),
     "backend_config": (),
 }
 

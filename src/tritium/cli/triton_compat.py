@@ -36,7 +36,6 @@ UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--grpc-restricted-protocol",
     "--grpc-header-forward-pattern",
     "--model-namespacing",
-    "--trace-config",
     "--trace-file",
     "--trace-level",
     "--trace-rate",

@@ -21,6 +21,7 @@ from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
 from tritium.service.log_settings import LogSettings
+from tritium.service.trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium.server")
 
@@ -65,6 +66,7 @@ class Server:
             strict_readiness=settings.strict_readiness,
             allow_client_shm=settings.allow_client_shm,
             log_settings=log_settings,
+            trace_startup=parse_trace_config(settings.trace_config),
         )
         self.http = None
         self.grpc = None
@@ -132,6 +134,7 @@ class Server:
         await self.models.unload_all(timeout)
         if self.metrics is not None:
             await self.metrics.close()
+        await self.service.trace_recorder.close()
         self.service.close()
 
 

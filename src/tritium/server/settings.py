@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
+from tritium.service.trace_settings import parse_trace_config
 
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")
@@ -268,6 +269,17 @@ class Settings:
         metavar="<setting>=<value>",
     )
 
+    # --- Tracing ------------------------------------------------------------------------
+    trace_config: tuple[str, ...] = _opt(
+        (),
+        "Trace setting, as <setting>=<value> for level (OFF or TIMESTAMPS), rate (trace "
+        "one request in N), count (traces to take, -1: no limit) and mode (triton), or "
+        "triton,<setting>=<value> for file (the trace file) and log-frequency (write a "
+        "file every N traces; 0: at shutdown).",
+        "Tracing",
+        metavar="[<mode>,]<setting>=<value>",
+    )
+
     # --- Backend ------------------------------------------------------------------------
     backend_config: tuple[tuple[str, str, str], ...] = _opt(
         (),
@@ -300,6 +312,9 @@ def _normalize(s: Settings) -> None:
         # Triton keeps these in sets: repeating a path or a model name is harmless.
         _set(s, name, tuple(dict.fromkeys(items)))
     _set(s, "backend_config", tuple(tuple(entry) for entry in s.backend_config))
+    for name in ("metrics_config", "trace_config"):
+        value = getattr(s, name)
+        _set(s, name, (value,) if isinstance(value, str) else tuple(value))
     _set(s, "model_control_mode", s.model_control_mode.lower())
     _set(s, "grpc_implementation", s.grpc_implementation.lower())
     _set(
@@ -348,6 +363,7 @@ def _validate(s: Settings) -> None:
     _check_choice(s, "model_control_mode", MODEL_CONTROL_MODES)
     _check_choice(s, "log_format", LOG_FORMATS)
     parse_metrics_config(s.metrics_config)  # raises ValueError naming the bad setting
+    parse_trace_config(s.trace_config)
     _check_choice(s, "grpc_infer_response_compression_level", GRPC_COMPRESSION_LEVELS)
     _check_choice(s, "grpc_implementation", GRPC_IMPLEMENTATIONS)
     if s.load_model and s.model_control_mode != "explicit":

@@ -23,6 +23,8 @@ from tritium.service.shared_memory import (
     attach_request,
     write_outputs,
 )
+from tritium.service.trace_settings import TraceSettings
+from tritium.service.trace_writer import TraceRecorder
 
 EXTENSIONS = [
     "classification",
@@ -32,6 +34,7 @@ EXTENSIONS = [
     "parameters",
     "model_configuration",
     "logging",
+    "trace",
 ]
 # Listed only when clients may register regions. "cuda_shared_memory" is never listed:
 # without a CUDA runtime its register call can only fail (see ``cuda_shm_*``).
@@ -56,6 +59,7 @@ class Service:
         allow_client_shm: bool = True,
         shared_memory: SharedMemoryRegistry | None = None,
         log_settings: LogSettings | None = None,
+        trace_startup: dict[str, Any] | None = None,
     ) -> None:
         self.models = models
         self.server_id = server_id
@@ -67,6 +71,9 @@ class Service:
         self._extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
         # The logging extension's live settings (see service/log_settings.py).
         self.log_settings = log_settings if log_settings is not None else LogSettings()
+        # The trace extension: settings, sampling, and the trace file (see trace_*.py).
+        self.trace_settings = TraceSettings(trace_startup, lambda name: name in models.models)
+        self.trace_recorder = TraceRecorder(self.trace_settings)
 
     # -- health and metadata ---------------------------------------------------------------
 
@@ -165,6 +172,10 @@ class Service:
             # response carries the error) when the frontend encodes.
             done.add_done_callback(partial(_finish_shm, used))
         done.add_done_callback(partial(_finish, loaded, request))
+        if self.trace_settings.active:
+            sampler = self.trace_settings.sampler_for(loaded.name)
+            if sampler is not None and sampler.sample():
+                done.add_done_callback(partial(self.trace_recorder.finish, loaded, request))
         return done
 
     def _attach_shared_memory(self, request: InferRequest) -> RequestRegions:

@@ -53,6 +53,11 @@ class ModelInstance:
         self._ready_waiters: list[Callable[[], None]] = []
         self._failure_listeners: list[Callable[[], None]] = []
         self.restarts = 0
+        # When the batch that completed last was dispatched (its requests' ``dispatch_ns``)
+        # and its worker timing (input, infer, output ns): tracing reads them while that
+        # batch's completion callbacks run.
+        self.finished_dispatch_ns = 0
+        self.finished_timing: list[int] = [0, 0, 0]
 
     @property
     def pid(self) -> int | None:
@@ -140,13 +145,18 @@ class ModelInstance:
             request.dispatch_ns = now
             rows += request.batch_size
         done = process.submit(batch)
-        done.add_done_callback(partial(self._record, rows, len(batch), process))
+        done.add_done_callback(partial(self._record, now, rows, len(batch), process))
         return done
 
-    def _record(self, rows: int, requests: int, process: WorkerProcess, done: Completion) -> None:
+    def _record(
+        self, dispatch_ns: int, rows: int, requests: int, process: WorkerProcess, done: Completion
+    ) -> None:
         if done.exception() is not None:
             return
-        input_ns, infer_ns, output_ns = process.last_timing
+        timing = process.last_timing
+        self.finished_dispatch_ns = dispatch_ns
+        self.finished_timing = timing
+        input_ns, infer_ns, output_ns = timing
         self.stats.record_execution(rows, requests, input_ns, infer_ns, output_ns)
 
     def cancel(self, request: InferRequest) -> None:
