@@ -157,6 +157,7 @@ def test_request_text_cannot_forge_a_line(server: ServerProcess) -> None:
     assert not any(line.startswith("E1201 22:00:00.000000 1 forged.py") for line in lines)
     (line,) = [line for line in lines if "log_writer says inject" in line]
     assert DEFAULT_LINE.match(line)
+    assert " log_writer/1/model.py:" in line  # named by model, from the repository root
     assert line.endswith(r'"log_writer says inject\nE1201 22:00:00.000000 1 forged.py:1] \"owned\"\r\n\"quote\" \\ end"')
 
 

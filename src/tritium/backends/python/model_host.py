@@ -73,7 +73,7 @@ class ModelHost:
         after auto-complete (None when auto-complete did not run)."""
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
-        apply_startup_settings(int(self.spec.get("log_verbose", 0)))
+        apply_startup_settings(int(self.spec.get("log_verbose", 0)), str(self.model_dir.parent))
         filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
         path = version_dir / filename

@@ -46,6 +46,9 @@ class _Settings:
     verbose = 0
     enabled = {0: True, 1: True, 2: True}  # INFO, WARNING, ERROR
     fmt = DEFAULT
+    # The model repository: a line from a file under it names that file from there
+    # ("add_sub/1/model.py"), so the log says which model wrote it.
+    root = ""
     stream: TextIO | None = None  # None: whatever sys.stderr is at the time of the call
     pid: int | None = None  # None: this process's pid
     lock = threading.Lock()
@@ -79,8 +82,11 @@ def apply_log_settings(settings: dict[str, Any]) -> None:
         _Settings.fmt = str(settings["log_format"])
 
 
-def apply_startup_settings(default_verbose: int) -> None:
-    """At model load: the server's current settings when it passed them, else the default."""
+def apply_startup_settings(default_verbose: int, repository: str = "") -> None:
+    """At model load: the server's current settings when it passed them, else the default;
+    ``repository`` is the model repository the model's lines are named from."""
+    if repository:
+        _Settings.root = os.path.join(os.path.abspath(repository), "")
     text = os.environ.get(ENV)
     if text:
         try:
@@ -96,6 +102,7 @@ def reset_logging() -> None:
     _Settings.verbose = 0
     _Settings.enabled = {0: True, 1: True, 2: True}
     _Settings.fmt = DEFAULT
+    _Settings.root = ""
     _Settings.stream = None
     _Settings.pid = None
 
@@ -114,7 +121,8 @@ def format_line(
     ``now_ns`` is wall-clock time in nanoseconds since the epoch (``time.time_ns()``).
     """
     letter = _LETTER[level]
-    return head(letter, now_ns, pid, os.path.basename(filename), lineno, fmt) + quote(message) + "\n"
+    shown = os.path.basename(filename) if os.path.isabs(filename) else filename
+    return head(letter, now_ns, pid, shown, lineno, fmt) + quote(message) + "\n"
 
 
 def _emit(level: LogLevel, message: str, depth: int) -> None:
@@ -126,10 +134,14 @@ def _emit(level: LogLevel, message: str, depth: int) -> None:
     elif not _Settings.enabled.get(int(level), True):
         return
     frame = sys._getframe(depth)
+    filename = frame.f_code.co_filename
+    root = _Settings.root
+    if root and filename.startswith(root):
+        filename = filename[len(root) :]
     line = format_line(
         level,
         message,
-        frame.f_code.co_filename,
+        filename,
         frame.f_lineno,
         time.time_ns(),  # wall clock: log timestamps are calendar time
         _Settings.pid if _Settings.pid is not None else os.getpid(),

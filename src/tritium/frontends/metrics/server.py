@@ -131,10 +131,14 @@ class MetricsServer:
             name, _, value = line.partition(":")
             if name:
                 headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0") or 0)
+        try:
+            length = int(headers.get("content-length", "0") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_HEAD:
+            writer.write(_answer(400, b"Bad Request", "text/plain", close=True))
+            return False
         if length:
-            if length > MAX_HEAD:
-                return False
             await reader.readexactly(length)
         close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
         path = target.split("?", 1)[0]
