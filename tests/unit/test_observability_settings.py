@@ -78,6 +78,14 @@ def test_per_model_settings_override_and_reset() -> None:
         traces.get("ghost")
 
 
+def test_zero_rate_is_refused_only_where_it_applies() -> None:
+    traces = TraceSettings(parse_trace_config(["triton,file=/t", "rate=0"]))
+    traces.update("m", {"trace_rate": "0"})  # level OFF: accepted, as Triton does
+    with pytest.raises(InvalidArgument, match="sample rate must be non-zero"):
+        traces.update("m", {"trace_level": ["TIMESTAMPS"]})
+    assert traces.get("m")["trace_level"] == ["OFF"]
+
+
 def test_tracing_needs_a_file() -> None:
     with pytest.raises(Unsupported, match="needs a trace file"):
         TraceSettings().update("", {"trace_level": ["TIMESTAMPS"]})
@@ -88,7 +96,7 @@ def test_tracing_needs_a_file() -> None:
     [
         (["level=TIMESTAMPS"], "needs a trace file"),
         (["rate"], "option format"),
-        (["rate=0", "triton,file=/t"], "sample rate must be non-zero"),
+        (["rate=0", "level=TIMESTAMPS", "triton,file=/t"], "sample rate must be non-zero"),
         (["opentelemetry,url=x"], "opentelemetry is not supported"),
         (["triton,colour=blue"], "unknown setting 'colour'"),
         (["level=TENSORS", "triton,file=/t"], "TENSORS is not supported"),

@@ -71,6 +71,7 @@ def parse_trace_config(entries: Iterable[str]) -> dict[str, Any]:
             settings[key] = value
     try:
         checked = _validated(settings, settings)
+        _check_rate(settings)
     except (InvalidArgument, InternalError, Unsupported) as exc:
         raise ValueError(f"--trace-config: {exc.message}") from None
     if checked["trace_level"] != ["OFF"] and not settings["trace_file"]:
@@ -119,15 +120,17 @@ def _validated(doc: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
             continue
         if not isinstance(value, str):
             raise InternalError("attempt to access JSON non-string as string")
-        if key == "trace_rate":
-            if _int_setting(key, value, 0) == 0:
-                raise InvalidArgument(
-                    "Attempting to set invalid trace setting :sample rate must be non-zero"
-                )
-        else:
-            _int_setting(key, value, -1 if key == "trace_count" else 0)
+        _int_setting(key, value, -1 if key == "trace_count" else 0)
         out[key] = value
     return out
+
+
+def _check_rate(merged: dict[str, Any]) -> None:
+    # Triton accepts a zero rate while tracing is off and refuses it once it would apply.
+    if merged["trace_level"] != ["OFF"] and int(merged["trace_rate"]) == 0:
+        raise InvalidArgument(
+            "Attempting to set invalid trace setting :sample rate must be non-zero"
+        )
 
 
 class Sampler:
@@ -191,7 +194,7 @@ class TraceSettings:
                 "tracing needs a trace file, set at start-up with --trace-config "
                 "triton,file=<path>"
             )
-        target = self._models.setdefault(model, {}) if model else self._global
+        target = dict(self._models.get(model, {})) if model else dict(self._global)
         for key, value in changes.items():
             if value is not None:
                 target[key] = value
@@ -199,6 +202,14 @@ class TraceSettings:
                 target.pop(key, None)
             else:
                 target[key] = self._startup[key]
+        if model:
+            _check_rate({**self._global, **target})
+            self._models[model] = target
+        else:
+            _check_rate(target)
+            for own in self._models.values():
+                _check_rate({**target, **own})
+            self._global = target
         self._rebuild()
         return self.get(model)
 
