@@ -20,7 +20,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tritium.testing import ServerProcess
 
-from .conftest import MODELS, TRITON_PORTS, TRITONSERVER, Endpoint, _port_is_free, infer_body
+from .conftest import (
+    MODELS,
+    STOP_SERVER,
+    TRITON_PORTS,
+    TRITONSERVER,
+    Endpoint,
+    _port_is_free,
+    infer_body,
+)
 
 if not TRITONSERVER.exists():
     pytest.skip("real Triton is not installed (setup-anchors.sh)", allow_module_level=True)
@@ -88,13 +96,18 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         yield Servers(endpoint, metrics, tritium)
     finally:
         tritium.stop()
-        if triton.poll() is None:
+        pid_file = workdir / "triton.pid"
+        pid_file.write_text(str(triton.pid))
+        if STOP_SERVER.exists():
+            # Also removes python-backend shared memory if Triton has to be killed.
+            subprocess.run([str(STOP_SERVER), str(pid_file), "20"], check=False)
+        elif triton.poll() is None:
             os.killpg(triton.pid, signal.SIGTERM)
-            try:
-                triton.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(triton.pid, signal.SIGKILL)
-                triton.wait(10)
+        try:
+            triton.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(triton.pid, signal.SIGKILL)
+            triton.wait(10)
         log.close()
 
 

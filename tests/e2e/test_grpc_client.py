@@ -181,8 +181,6 @@ NOT_SERVED = [
     ("RepositoryIndex", service_pb2.RepositoryIndexRequest(), "model repository"),
     ("RepositoryModelLoad", service_pb2.RepositoryModelLoadRequest(model_name="add_sub"), "model repository"),
     ("RepositoryModelUnload", service_pb2.RepositoryModelUnloadRequest(model_name="add_sub"), "model repository"),
-    ("TraceSetting", service_pb2.TraceSettingRequest(), "trace"),
-    ("LogSettings", service_pb2.LogSettingsRequest(), "logging"),
 ]
 
 

@@ -101,7 +101,9 @@ def _message(message: Any) -> dict:
 def _serialized(message: Any) -> str:
     """The exact bytes, where no timing field makes them differ legitimately."""
     whole = MessageToDict(message, preserving_proto_field_name=True)
-    return message.SerializeToString().hex() if _strip_timings(whole) == whole else "(timings)"
+    # Deterministic: map fields (log and trace settings) have no defined wire order.
+    serialized = message.SerializeToString(deterministic=True)
+    return serialized.hex() if _strip_timings(whole) == whole else "(timings)"
 
 
 def _metadata(metadata: Any) -> list[str]:
