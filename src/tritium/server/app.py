@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tritium.core.heap import settle_heap
-from tritium.frontends.metrics import parse_metrics_config
+from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
 from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
@@ -42,13 +42,13 @@ def _model_table(rows: list[tuple[str, str, str]]) -> str:
 class Server:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.metrics_config = metrics_config = parse_metrics_config(settings.metrics_config)
         options = LoadOptions(
             auto_complete=not settings.disable_auto_complete_config,
             model_config_name=settings.model_config_name,
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
-            latency_summaries=settings.allow_metrics
-            and parse_metrics_config(settings.metrics_config).summary_latencies,
+            latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         log_settings = LogSettings(
@@ -119,7 +119,7 @@ class Server:
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(self.service, self.settings)
+            self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
@@ -193,7 +193,7 @@ async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
     return await start_grpc_server(service, options)
 
 
-async def _start_metrics(service: Service, s: Settings):  # noqa: ANN202 - imported lazily
+async def _start_metrics(service: Service, s: Settings, config: MetricsConfig):  # noqa: ANN202
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
 
     options = MetricsOptions(
@@ -201,7 +201,7 @@ async def _start_metrics(service: Service, s: Settings):  # noqa: ANN202 - impor
         port=s.metrics_port,
         interval_ms=s.metrics_interval_ms,
         cpu_metrics=s.allow_cpu_metrics,
-        config=parse_metrics_config(s.metrics_config),
+        config=config,
     )
     return await start_metrics_server(service, options)
 
@@ -240,7 +240,8 @@ def run(settings: Settings) -> int:
             log_file=settings.log_file,
         )
     except OSError as exc:
-        print(f"error: cannot open --log-file '{settings.log_file}': {exc.strerror}", file=sys.stderr)
+        path = settings.log_file
+        print(f"error: cannot open --log-file '{path}': {exc.strerror}", file=sys.stderr)
         return 1
     try:
         import uvloop
