@@ -212,3 +212,32 @@ def test_label_values_must_be_strings_and_kinds_known() -> None:
         MetricFamily("v", "d", MetricFamily.GAUGE).Metric({"k": 1})  # type: ignore[dict-item]
     with pytest.raises(TritonModelException, match="Invalid metric kind"):
         MetricFamily("v", "d", 7)
+
+
+# -- the page's switches ----------------------------------------------------------------
+
+
+class _NoModels:
+    models: dict = {}
+
+
+class _Service:
+    models = _NoModels()
+
+
+def test_page_switches() -> None:
+    from tritium.frontends.metrics.server import MetricsOptions, MetricsPage
+
+    registry = CustomMetrics()
+    full = MetricsPage(_Service(), MetricsOptions(), registry).render().decode()  # type: ignore[arg-type]
+    assert "# TYPE nv_cpu_utilization gauge" in full
+    assert "# TYPE nv_inference_request_duration_us counter" in full
+    assert "summary" not in full
+    options = MetricsOptions(
+        cpu_metrics=False,
+        config=parse_metrics_config(["counter_latencies=false", "summary_latencies=true"]),
+    )
+    page = MetricsPage(_Service(), options, registry).render().decode()  # type: ignore[arg-type]
+    assert "nv_cpu_" not in page and "_duration_us" not in page
+    assert "# TYPE nv_inference_request_summary_us summary" in page
+    assert "# TYPE nv_inference_request_success counter" in page

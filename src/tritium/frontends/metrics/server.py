@@ -33,6 +33,7 @@ log = logging.getLogger("tritium.metrics")
 
 MAX_HEAD = 16 * 1024
 IDLE_TIMEOUT_S = 60.0
+MIN_INTERVAL_MS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +95,8 @@ class MetricsServer:
             self._poller = asyncio.ensure_future(self._poll())
 
     async def _poll(self) -> None:
-        interval = max(self._options.interval_ms, 1) / 1000
+        # At least 10 ms: a zero interval must not turn the poll into a busy loop.
+        interval = max(self._options.interval_ms, MIN_INTERVAL_MS) / 1000
         while True:
             await asyncio.sleep(interval)
             self.page.sampler.sample()
