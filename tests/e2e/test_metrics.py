@@ -197,6 +197,19 @@ def test_backend_failures(server, http) -> None:
     assert failed == stats["fail"]["count"]
 
 
+def test_a_crashed_instance_is_a_backend_failure(server, http) -> None:
+    before = scrape(server)
+    with pytest.raises(InferenceServerException):
+        http.infer("faulty", faulty_inputs("crash"))
+    after = scrape(server)
+    assert delta(before, after, "nv_inference_request_failure", "faulty", reason="BACKEND") == 1
+    assert delta(before, after, "nv_inference_request_failure", "faulty", reason="OTHER") == 0
+    deadline = time.monotonic() + 60
+    while not http.is_model_ready("faulty") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert http.is_model_ready("faulty")
+
+
 def test_invalid_requests_are_not_counted(server, http) -> None:
     # Like Triton: a request refused before it reaches the model's scheduler is no failure.
     before = scrape(server)
