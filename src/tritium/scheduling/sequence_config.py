@@ -9,7 +9,7 @@ already loaded (see ``sequence_state.load_initial_states``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tritium.core.datatypes import config_to_wire
@@ -68,7 +68,7 @@ class SequenceConfig:
     max_sequence_idle_us: int
     controls: tuple[ControlSpec, ...] = ()
     states: tuple[StateSpec, ...] = ()
-    config_outputs: frozenset[str] = field(default_factory=frozenset)
+    config_outputs: tuple[str, ...] = ()  # the model's outputs, in configuration order
     max_queued: int = DEFAULT_MAX_QUEUED
 
     @property
@@ -114,7 +114,7 @@ class SequenceConfig:
             max_sequence_idle_us=int(batching.get("max_sequence_idle_microseconds", 0) or 0),
             controls=tuple(_controls(batching)),
             states=tuple(_states(batching)),
-            config_outputs=frozenset(o["name"] for o in config.get("output") or ()),
+            config_outputs=tuple(o["name"] for o in config.get("output") or ()),
             max_queued=max_queued,
         )
 

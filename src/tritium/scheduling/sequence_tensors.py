@@ -115,8 +115,7 @@ class SequenceTensors:
             for spec in config.states
         }
         self._state_outputs = frozenset(spec.output_name for spec in config.states)
-        self._all_outputs = tuple(config.config_outputs)
-        self._config_outputs = config.config_outputs
+        self._all_outputs = config.config_outputs
 
     @property
     def has_states(self) -> bool:
