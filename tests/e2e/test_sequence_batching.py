@@ -8,6 +8,8 @@ import concurrent.futures
 import json
 import queue
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ from tritium.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
+EXAMPLES = ROOT / "examples"
 BENCH_MODELS = ROOT.parent / "shared" / "tools" / "bench-models" / "triton"
 MODELS = (
     "seq_accumulate",
@@ -31,6 +34,7 @@ MODELS = (
     "seq_single",
     "seq_describe",
     "seq_describe_nobatch",
+    "running_mean",
 )
 NO_ID = "must specify a non-zero or non-empty correlation ID"
 
@@ -38,7 +42,7 @@ NO_ID = "must specify a non-zero or non-empty correlation ID"
 @pytest.fixture(scope="module")
 def seq_server() -> Iterator[ServerProcess]:
     args = ["--model-control-mode=explicit", *(f"--load-model={m}" for m in MODELS)]
-    with ServerProcess([TEST_MODELS], args, grpc=True) as server:
+    with ServerProcess([TEST_MODELS, EXAMPLES / "model_repository"], args, grpc=True) as server:
         yield server
 
 
@@ -367,3 +371,17 @@ def test_bench_model_seq_sum_over_a_grpc_stream():
             assert got[key] == _prefix_sums(values)
         stats = _http(server).get_inference_statistics("seq_sum")["model_stats"][0]
         assert max(b["batch_size"] for b in stats["batch_stats"]) > 1
+
+
+def test_example_client_runs_several_sequences_of_the_example_model(seq_server):
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "sequence_client.py"), f"--url=127.0.0.1:{seq_server.grpc_port}"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "sequence 101: running mean [1.0, 1.5, 2.0, 2.5]",
+        "sequence 102: running mean [10.0, 5.0, 6.667, 5.0]",
+        "sequence 103: running mean [5.0, 5.0, 5.0, 5.0]",
+        "sequence sensor-a: running mean [2.0, 3.0, 4.667, 7.5]",
+    ]

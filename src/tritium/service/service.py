@@ -28,6 +28,7 @@ EXTENSIONS = [
     "binary_tensor_data",
     "parameters",
     "model_configuration",
+    "sequence",
 ]
 # Listed only when clients may register regions. "cuda_shared_memory" is never listed:
 # without a CUDA runtime its register call can only fail (see ``cuda_shm_*``).
