@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -62,9 +63,10 @@ class SequenceBatcherStatistics:
 
 
 class _Flight:
-    """A batch on its way through one instance."""
+    """A batch on its way through one instance (and, with ``preserve_ordering``, its
+    place in the response order until its responses go out)."""
 
-    __slots__ = ("batch", "hidden", "index", "runner")
+    __slots__ = ("batch", "error", "hidden", "index", "responses", "runner", "settled")
 
     def __init__(
         self, index: int, runner: Runner, batch: list[SequenceEntry], hidden: list[frozenset[str]]
@@ -73,6 +75,9 @@ class _Flight:
         self.runner = runner
         self.batch = batch
         self.hidden = hidden
+        self.settled = False
+        self.error: TritiumError | None = None
+        self.responses: list[InferResponse] = []
 
 
 class SequenceBatcher:
@@ -97,6 +102,8 @@ class SequenceBatcher:
         self._wake_at = 0
         self._reaper: asyncio.TimerHandle | None = None
         self._closed = False
+        # Flights in dispatch order, with preserve_ordering: responses go out in that order.
+        self._ordered: deque[_Flight] | None = deque() if config.preserve_ordering else None
         self._executions = 0
         self._inferences = 0
         self._batch_stats: dict[int, int] = {}
@@ -184,6 +191,8 @@ class SequenceBatcher:
         self._batch_stats[len(batch)] = self._batch_stats.get(len(batch), 0) + 1
         flight = _Flight(index, runner, batch, hidden)
         self._flights[index] = flight
+        if self._ordered is not None:
+            self._ordered.append(flight)
         done.add_done_callback(partial(self._completed, flight))
 
     def _completed(self, flight: _Flight, done: BatchOutcome) -> None:
@@ -212,15 +221,14 @@ class SequenceBatcher:
         self._policy.completed(index, batch, self._clock())
         self._idle[index] = True
         self._pump(index)
-        if error is not None:
-            for entry in batch:
-                _fail(entry.token, error)
+        ordered = self._ordered
+        if ordered is None:
+            _deliver(batch, responses, error)
             return
-        for entry, response in zip(batch, responses):
-            waiter = entry.token
-            if not waiter.done():
-                waiter.entry = None
-                waiter.set_result(response)
+        flight.settled, flight.responses, flight.error = True, responses, error
+        while ordered and ordered[0].settled:
+            head = ordered.popleft()
+            _deliver(head.batch, head.responses, head.error)
 
     def _release(self, index: int) -> None:
         self._idle[index] = True
@@ -297,6 +305,20 @@ class SequenceBatcher:
             self._reaper = None
         if self._own_timer is not None:
             self._own_timer.close()
+
+
+def _deliver(
+    batch: list[SequenceEntry], responses: list[InferResponse], error: TritiumError | None
+) -> None:
+    if error is not None:
+        for entry in batch:
+            _fail(entry.token, error)
+        return
+    for entry, response in zip(batch, responses):
+        waiter = entry.token
+        if not waiter.done():
+            waiter.entry = None
+            waiter.set_result(response)
 
 
 def _fail(waiter: _Waiter, error: BaseException) -> None:
