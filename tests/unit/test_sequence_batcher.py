@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
 import pytest
 
-from tritium.core import InferRequest, InferResponse, OutputTensor
+from tritium.core import InferRequest, InferResponse, InputTensor, OutputTensor
 from tritium.core.errors import InvalidArgument, Unavailable
 from tritium.scheduling.sequence import SequenceBatcher
 from tritium.scheduling.sequence_config import SequenceConfig
@@ -262,3 +263,37 @@ def test_idle_sequences_are_released_by_the_reaper():
 
     asyncio.run(main())
 
+
+
+def test_direct_strategy_fills_empty_slots_before_the_last_with_null_requests():
+    """As Triton: a batch is slot-positioned; an empty slot before the last one used gets a
+    null request (zeros, every control false, READY false) whose answer is dropped."""
+    config = model_config(direct={}, oldest=None)
+    del config["sequence_batching"]["oldest"]
+    config["sequence_batching"]["control_input"].append(
+        {"name": "READY", "control": [{"kind": "CONTROL_SEQUENCE_READY", "int32_false_true": [0, 1]}]}
+    )
+
+    async def main():
+        runner = FakeRunner("r0")
+        batcher, _, _ = make([runner], config)
+        first = batcher.submit(req(1, FLAG_START, "one"))  # slot 0, runs at once
+        second = InferRequest("m", id="two", correlation_id=2, flags=FLAG_START)  # slot 1
+        second.inputs = [InputTensor("X", "FP32", (1, 1), np.array([[4.0]], np.float32))]
+        answer = batcher.submit(second)
+        runner.finish()
+        await settle()
+        assert (await first).id == "one"
+        sent = runner.inflight[0][0]
+        assert [r.id for r in sent] == ["", "two"]
+        assert inputs_of(sent[0]) == {"X": [0.0], "START": [0], "CORRID": [0], "READY": [0]}
+        assert inputs_of(sent[1]) == {"X": [4.0], "START": [1], "CORRID": [2], "READY": [1]}
+        runner.finish()
+        await settle()
+        assert (await answer).id == "two"
+        tail = batcher.submit(req(1, 0, "again"))  # slot 0: nothing to fill
+        assert [r.id for r in runner.inflight[0][0]] == ["again"]
+        runner.finish()
+        await tail
+
+    asyncio.run(main())

@@ -66,15 +66,34 @@ class _Flight:
     """A batch on its way through one instance (and, with ``preserve_ordering``, its
     place in the response order until its responses go out)."""
 
-    __slots__ = ("batch", "error", "hidden", "index", "responses", "runner", "settled")
+    __slots__ = (
+        "batch",
+        "error",
+        "hidden",
+        "index",
+        "positions",
+        "responses",
+        "runner",
+        "settled",
+        "size",
+    )
 
     def __init__(
-        self, index: int, runner: Runner, batch: list[SequenceEntry], hidden: list[frozenset[str]]
+        self,
+        index: int,
+        runner: Runner,
+        batch: list[SequenceEntry],
+        hidden: list[frozenset[str]],
+        positions: list[int] | None,
+        size: int,
     ) -> None:
         self.index = index
         self.runner = runner
         self.batch = batch
         self.hidden = hidden
+        # Where each entry's request sits among the requests sent (None: in order, alone).
+        self.positions = positions
+        self.size = size
         self.settled = False
         self.error: TritiumError | None = None
         self.responses: list[InferResponse] = []
@@ -93,6 +112,9 @@ class SequenceBatcher:
         self._runners = list(runners)
         self._policy = SequencePolicy(config, len(self._runners))
         self._tensors = SequenceTensors(config, initial_states)
+        # The direct strategy sends a batch's requests at their slots' positions, with
+        # null requests (READY false) in the empty slots before the last one, as Triton.
+        self._by_slot = config.strategy == "direct" and config.max_batch > 1
         self._clock = clock
         self._own_timer = DeadlineTimer() if timer is None else None
         self._timer: Timer = timer or self._own_timer  # type: ignore[assignment]
@@ -163,6 +185,9 @@ class SequenceBatcher:
         with_states = tensors.has_states
         requests = []
         hidden: list[frozenset[str]] = []
+        positions = None
+        if self._by_slot and batch[-1].sequence.slot + 1 != len(batch):
+            requests, positions = self._with_null_requests(batch)
         for entry in batch:
             request = entry.request
             sequence = entry.sequence
@@ -176,7 +201,8 @@ class SequenceBatcher:
             )
             if with_states:
                 hidden.append(tensors.request_state_outputs(request))
-            requests.append(request)
+            if positions is None:
+                requests.append(request)
         self._idle[index] = False
         try:
             done = runner.submit(requests)
@@ -189,11 +215,25 @@ class SequenceBatcher:
         self._executions += 1
         self._inferences += len(batch)
         self._batch_stats[len(batch)] = self._batch_stats.get(len(batch), 0) + 1
-        flight = _Flight(index, runner, batch, hidden)
+        flight = _Flight(index, runner, batch, hidden, positions, len(requests))
         self._flights[index] = flight
         if self._ordered is not None:
             self._ordered.append(flight)
         done.add_done_callback(partial(self._completed, flight))
+
+    def _with_null_requests(
+        self, batch: list[SequenceEntry]
+    ) -> tuple[list[InferRequest], list[int]]:
+        """The requests at their slots' positions, null requests in the gaps, and where
+        each entry's request went."""
+        null = self._tensors.null_request(batch[0].request)
+        requests: list[InferRequest] = [null] * (batch[-1].sequence.slot + 1)
+        positions = []
+        for entry in batch:
+            slot = entry.sequence.slot
+            requests[slot] = entry.request
+            positions.append(slot)
+        return requests, positions
 
     def _completed(self, flight: _Flight, done: BatchOutcome) -> None:
         index = flight.index
@@ -207,12 +247,14 @@ class SequenceBatcher:
             error = exc if isinstance(exc, TritiumError) else InternalError(str(exc))
         else:
             responses = done.result()
-            if len(responses) != len(batch):
+            if len(responses) != flight.size:
                 error = InternalError(
                     f"instance '{flight.runner.name}' returned {len(responses)} responses "
-                    f"for {len(batch)} requests"
+                    f"for {flight.size} requests"
                 )
-            elif flight.hidden:
+            elif flight.positions is not None:  # the null requests' answers are dropped
+                responses = [responses[p] for p in flight.positions]
+            if error is None and flight.hidden:
                 take = self._tensors.take_state
                 for entry, response, hidden in zip(batch, responses, flight.hidden):
                     sequence = entry.sequence

@@ -89,6 +89,7 @@ class SequenceTensors:
         self._shape = shape
         # [start][end] -> the START, END and READY tensors for that combination.
         flags: list[list[list[InputTensor]]] = [[[], []], [[], []]]
+        null: list[InputTensor] = []  # every boolean control false
         self._corrid: tuple[str, str] | None = None
         for spec in config.controls:
             if spec.kind == CORRID:
@@ -100,6 +101,7 @@ class SequenceTensors:
                 InputTensor(spec.name, spec.datatype, shape, _frozen(np.full(shape, v, dtype)))
                 for v in spec.false_true
             ]
+            null.append(values[0])
             for start in (0, 1):
                 for end in (0, 1):
                     if spec.kind == START:
@@ -109,6 +111,8 @@ class SequenceTensors:
                     elif spec.kind == READY:
                         flags[start][end].append(values[1])
         self._flags = flags
+        self._null_controls = null
+        self._null_corrid: InputTensor | None = None
         self.states: tuple[StateSpec, ...] = config.states
         self._initial = {
             spec.input_name: self._initial_state(spec, (initial_states or {}).get(spec.input_name))
@@ -156,6 +160,29 @@ class SequenceTensors:
             if array is None:
                 array = self._initial[name]
             inputs.append(InputTensor(name, spec.datatype, array.shape, array))
+
+    def null_request(self, template: InferRequest) -> InferRequest:
+        """A request for an empty slot (Triton's null request): the template's inputs as
+        zeros (taken before its control inputs are added), every control false, CORRID 0,
+        the initial state. Its response is dropped."""
+        inputs = [
+            InputTensor(
+                t.name,
+                t.datatype,
+                t.shape,
+                np.full(t.shape, b"", object) if t.datatype == "BYTES" else np.zeros_like(t.data),
+            )
+            for t in template.inputs
+        ]
+        inputs.extend(self._null_controls)
+        if self._corrid is not None:
+            if self._null_corrid is None:
+                self._null_corrid = self.corrid_tensor(0)
+            inputs.append(self._null_corrid)  # type: ignore[arg-type]
+        for spec in self.states:
+            array = self._initial[spec.input_name]
+            inputs.append(InputTensor(spec.input_name, spec.datatype, array.shape, array))
+        return InferRequest(template.model_name, template.model_version, "", inputs)
 
     def request_state_outputs(self, request: InferRequest) -> frozenset[str]:
         """Make the model return every state output for ``request``; the names the
