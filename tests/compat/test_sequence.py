@@ -63,3 +63,12 @@ def test_refusals_have_tritons_status_and_text(pair, parameters):
 def test_sequence_batching_config_json_matches(pair):
     theirs, ours = pair.both("GET", "/v2/models/seq_probe/config")
     assert ours.json()["sequence_batching"] == theirs.json()["sequence_batching"]
+
+
+def test_a_request_of_two_rows_is_refused_as_triton_does(pair):
+    two = [("INPUT", "INT32", np.array([[1], [2]], np.int32))]
+    theirs, ours = pair.infer(
+        "seq_probe", two, parameters={"sequence_id": 45, "sequence_start": True}
+    )
+    assert theirs.status == ours.status == 400
+    assert ours.error == theirs.error
