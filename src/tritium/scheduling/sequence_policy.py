@@ -127,6 +127,8 @@ class SequencePolicy:
         self._oldest = config.strategy == "oldest"
         self._min_ready = config.minimum_slot_utilization * config.slots_per_instance
         self._idle_released = 0
+        self._max_queued = config.max_queued
+        self._batching = config.batching
 
     # -- arrivals ------------------------------------------------------------------------
 
@@ -138,9 +140,9 @@ class SequencePolicy:
                 f"inference request to model '{self._name}' must specify a non-zero or "
                 "non-empty correlation ID"
             )
-        if self._queued >= self.config.max_queued:
+        if self._queued >= self._max_queued:
             raise Unavailable("Exceeds maximum queue size")
-        if self.config.batching and request.batch_size != 1:
+        if self._batching and request.batch_size != 1:
             raise InvalidArgument(
                 f"inference request to model '{self._name}' must specify batch-size 1 due "
                 "to requirements of sequence batcher"
@@ -162,8 +164,7 @@ class SequencePolicy:
         self._queued += 1
         if sequence.instance >= 0:
             sequence.last_ns = now
-            self._activity[sequence] = None
-            self._activity.move_to_end(sequence)
+            self._activity.move_to_end(sequence)  # it holds a slot, so it is listed
             if not sequence.busy and len(sequence.pending) == 1:
                 self._instances[sequence.instance].ready[sequence] = None
         return entry
