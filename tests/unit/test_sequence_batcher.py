@@ -286,6 +286,7 @@ def test_direct_strategy_fills_empty_slots_before_the_last_with_null_requests():
         assert (await first).id == "one"
         sent = runner.inflight[0][0]
         assert [r.id for r in sent] == ["", "two"]
+        assert [r.batch_size for r in sent] == [0, 1]  # inference_count leaves nulls out
         assert inputs_of(sent[0]) == {"X": [0.0], "START": [0], "CORRID": [0], "READY": [0]}
         assert inputs_of(sent[1]) == {"X": [4.0], "START": [1], "CORRID": [2], "READY": [1]}
         runner.finish()

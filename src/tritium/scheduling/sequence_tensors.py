@@ -182,7 +182,9 @@ class SequenceTensors:
         for spec in self.states:
             array = self._initial[spec.input_name]
             inputs.append(InputTensor(spec.input_name, spec.datatype, array.shape, array))
-        return InferRequest(template.model_name, template.model_version, "", inputs)
+        null = InferRequest(template.model_name, template.model_version, "", inputs)
+        null.batch_size = 0  # not an inference: Triton's inference_count leaves it out
+        return null
 
     def request_state_outputs(self, request: InferRequest) -> frozenset[str]:
         """Make the model return every state output for ``request``; the names the
