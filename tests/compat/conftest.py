@@ -279,10 +279,16 @@ class TritonProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            if _live(self.port):
+            # Live on our port, and our Triton says it bound it: another Triton (a parallel
+            # run) may have taken the port between the check and our start-up.
+            if _live(self.port) and self._bound():
                 return True
             time.sleep(0.2)
         raise RuntimeError(f"Triton not live after {TRITON_START_TIMEOUT}s:\n{self.log_tail()}")
+
+    def _bound(self) -> bool:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return f"Started HTTPService at 127.0.0.1:{self.port}" in text
 
     def stop(self) -> None:
         if self.proc is None:

@@ -10,6 +10,10 @@ from tritium.scheduling.batch_policy import (
 from tritium.scheduling.default import DefaultScheduler, SchedulerStatistics
 from tritium.scheduling.dynamic import BatchCodec, DynamicBatcher, DynamicBatcherStatistics
 from tritium.scheduling.runner import BatchOutcome, Runner
+from tritium.scheduling.sequence import SequenceBatcher, SequenceBatcherStatistics
+from tritium.scheduling.sequence_config import SequenceConfig
+from tritium.scheduling.sequence_policy import SequenceDecision, SequencePolicy
+from tritium.scheduling.sequence_tensors import SequenceTensors, load_initial_states
 
 __all__ = [
     "BatchCodec",
@@ -25,5 +29,12 @@ __all__ = [
     "QueuedRequest",
     "Runner",
     "SchedulerStatistics",
+    "SequenceBatcher",
+    "SequenceBatcherStatistics",
+    "SequenceConfig",
+    "SequenceDecision",
+    "SequencePolicy",
+    "SequenceTensors",
     "TimeoutAction",
+    "load_initial_states",
 ]

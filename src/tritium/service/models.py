@@ -21,7 +21,15 @@ from tritium.core.clock import now_ns
 from tritium.core.errors import NotFound, TritiumError, Unavailable
 from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
-from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, DynamicBatcher
+from tritium.scheduling import (
+    BatchingConfig,
+    BatchPolicy,
+    DefaultScheduler,
+    DynamicBatcher,
+    SequenceBatcher,
+    SequenceConfig,
+    load_initial_states,
+)
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
 
@@ -52,6 +60,7 @@ class LoadedVersion:
         config: dict[str, Any],
         instances: list[ModelInstance],
         stats: ModelStatistics,
+        initial_states: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.stats = stats
@@ -60,7 +69,7 @@ class LoadedVersion:
         self.config = config
         self.signature: ModelSignature = signature_from_config(config)
         self.instances = instances
-        self.scheduler = make_scheduler(config, instances)
+        self.scheduler = make_scheduler(config, instances, initial_states)
 
     @property
     def ready(self) -> bool:
@@ -99,10 +108,15 @@ class ModelEntry:
 
 
 def make_scheduler(
-    config: dict[str, Any], instances: list[ModelInstance]
-) -> DefaultScheduler | DynamicBatcher:
-    """The dynamic batcher when the model asks for it (and can batch), else Triton's
-    default scheduler."""
+    config: dict[str, Any],
+    instances: list[ModelInstance],
+    initial_states: dict[str, Any] | None = None,
+) -> DefaultScheduler | DynamicBatcher | SequenceBatcher:
+    """The sequence batcher for a stateful model, the dynamic batcher when the model asks
+    for it (and can batch), else Triton's default scheduler."""
+    if "sequence_batching" in config:
+        sequence_config = SequenceConfig.from_config(config)
+        return SequenceBatcher(instances, sequence_config, initial_states=initial_states)  # type: ignore[arg-type]
     if "dynamic_batching" in config and int(config.get("max_batch_size", 0)) > 0:
         policy = BatchPolicy(BatchingConfig.from_config(config))
         return DynamicBatcher(instances, policy)  # type: ignore[arg-type]
@@ -322,6 +336,11 @@ class ModelManager:
                     await process.stop(1.0)
                 raise
 
+        initial_states = None
+        if "sequence_batching" in config:  # initial state files are read off the loop
+            initial_states = await asyncio.get_running_loop().run_in_executor(
+                None, load_initial_states, config, entry.source.path
+            )
         stats = SummarizedStatistics(now_ns) if self.options.latency_summaries else ModelStatistics()
         instances = [ModelInstance(spec, starter, stats) for spec in _instance_specs(config)]
         results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
@@ -332,7 +351,7 @@ class ModelManager:
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{entry.name}': {first}")
-        return LoadedVersion(entry.name, version, config, instances, stats)
+        return LoadedVersion(entry.name, version, config, instances, stats, initial_states)
 
     # -- shutdown -----------------------------------------------------------------------
 

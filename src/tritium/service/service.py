@@ -35,6 +35,7 @@ EXTENSIONS = [
     "model_configuration",
     "logging",
     "trace",
+    "sequence",
 ]
 # Listed only when clients may register regions. "cuda_shared_memory" is never listed:
 # without a CUDA runtime its register call can only fail (see ``cuda_shm_*``).

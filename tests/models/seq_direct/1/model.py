@@ -1,0 +1,31 @@
+"""Running sum of INPUT per string sequence id (CORRID), reset by START."""
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.sums = {}
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            value = int(pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy()[0, 0])
+            start = pb_utils.get_input_tensor_by_name(request, "START").as_numpy()
+            corrid = pb_utils.get_input_tensor_by_name(request, "CORRID").as_numpy()
+            assert start.dtype == np.float32 and start.shape == (1, 1)
+            assert corrid.shape == (1, 1)
+            key = corrid[0, 0]
+            assert key.decode() == str(request.correlation_id())
+            total = (0 if start[0, 0] else self.sums.get(key, 0)) + value
+            self.sums[key] = total
+            responses.append(
+                pb_utils.InferenceResponse(
+                    [
+                        pb_utils.Tensor("OUTPUT", np.array([[total]], np.int32)),
+                        pb_utils.Tensor("BATCH", np.array([[len(requests)]], np.int32)),
+                    ]
+                )
+            )
+        return responses
