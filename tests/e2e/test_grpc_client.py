@@ -178,9 +178,6 @@ def test_model_statistics(client):
 # ----------------------------------------------- methods tritium does not serve (yet)
 
 NOT_SERVED = [
-    ("RepositoryIndex", service_pb2.RepositoryIndexRequest(), "model repository"),
-    ("RepositoryModelLoad", service_pb2.RepositoryModelLoadRequest(model_name="add_sub"), "model repository"),
-    ("RepositoryModelUnload", service_pb2.RepositoryModelUnloadRequest(model_name="add_sub"), "model repository"),
     ("TraceSetting", service_pb2.TraceSettingRequest(), "trace"),
     ("LogSettings", service_pb2.LogSettingsRequest(), "logging"),
 ]
@@ -205,12 +202,11 @@ def test_cuda_shared_memory(stub):
     assert "CUDA shared memory" in err.details()
 
 
-def test_tritonclient_repository_calls_raise(client):
-    with pytest.raises(InferenceServerException) as info:
-        client.get_model_repository_index()
-    assert info.value.status() == "StatusCode.UNIMPLEMENTED"
-    with pytest.raises(InferenceServerException):
-        client.load_model("add_sub")
+def test_tritonclient_repository_calls(client):
+    index = client.get_model_repository_index(as_json=True)["models"]
+    assert {"name": "add_sub", "version": "1", "state": "READY"} in index
+    client.load_model("add_sub")  # loaded and unchanged: nothing to do, as in Triton
+    assert client.is_model_ready("add_sub")
 
 
 # --------------------------------------------------------------------------- infer

@@ -17,6 +17,8 @@ from tritium.server.devices import gpu_count
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service.lifecycle_settings import lifecycle_options
+from tritium.service.poller import RepositoryPoller
 
 log = logging.getLogger("tritium.server")
 
@@ -42,6 +44,7 @@ class Server:
             model_config_name=settings.model_config_name,
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
+            **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         self.service = Service(
@@ -49,7 +52,9 @@ class Server:
             server_id=settings.id,
             strict_readiness=settings.strict_readiness,
             allow_client_shm=settings.allow_client_shm,
+            model_control_mode=settings.model_control_mode,
         )
+        self.poller = RepositoryPoller(self.models, float(settings.repository_poll_secs))
         self.http = None
         self.grpc = None
 
@@ -65,8 +70,6 @@ class Server:
         if mode == "explicit":
             names = set(self.settings.load_model)
             only = None if "*" in names else names
-        elif mode == "poll":
-            log.warning("--model-control-mode=poll is not supported yet; models load once")
         await self.models.load_all(only)
         log.info("\n%s", _model_table(self.models.table()))
         failed = [r for r in self.models.table() if not r[2].startswith("READY")]
@@ -81,6 +84,8 @@ class Server:
             return False
         settle_heap()
         self.service.started = True
+        if mode == "poll":
+            self.poller.start()
         return True
 
     async def _start_frontends(self) -> None:
@@ -103,6 +108,7 @@ class Server:
     async def shutdown(self) -> None:
         timeout = float(self.settings.exit_timeout_secs)
         self.service.stopping = True
+        await self.poller.stop()
         if self.grpc is not None:
             await self.grpc.stop(timeout)
         if self.http is not None:

@@ -40,6 +40,7 @@ from tritium.frontends.http.messages import (
     from_error,
     json_response,
 )
+from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
     ClassificationLabels,
@@ -80,6 +81,7 @@ class KServeRoutes:
             add("GET", base + "/stats", self.model_statistics)
         add("GET", "/v2/models/stats", self.model_statistics)
         SharedMemoryRoutes(self._service).register(router)
+        RepositoryRoutes(self._service).register(router)
 
     # ------------------------------------------------------------ server
 
