@@ -70,6 +70,9 @@ class ModelEntry:
     model_dir: Path | None = None
     stamp: Fingerprint | None = None
     overridden: bool = False
+    # The fingerprint of the last load attempt, and its error ("" when it loaded).
+    attempted: Fingerprint | None = None
+    load_error: str = ""
     # Versions being built for the next swap (shown LOADING when nothing serves them).
     loading: tuple[int, ...] = ()
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -312,13 +315,15 @@ class ModelManager:
             else:
                 model_dir = source.path
                 stamp = await loop.run_in_executor(None, model_fingerprint, model_dir)
-                unchanged = (
-                    override is None
-                    and not entry.overridden
-                    and entry.model_dir == model_dir
-                    and entry.stamp == stamp
-                )
-                if unchanged and (entry.has_loaded() or not retry):
+                same = override is None and not entry.overridden and entry.model_dir == model_dir
+                if retry:
+                    # The API reloads unless what serves came from these very files.
+                    skip = same and entry.stamp == stamp and entry.has_loaded()
+                    skip = skip and not entry.load_error
+                else:
+                    # A poll tries a folder once per change, failed or not.
+                    skip = same and entry.attempted == stamp
+                if skip:
                     return
             try:
                 pb = override.config if override is not None else None
@@ -330,12 +335,16 @@ class ModelManager:
             except TritiumError as exc:
                 self._load_failed(entry, exc.message, model_dir, stamp, override is not None)
                 raise InvalidArgument(f"load failed for model '{name}': {exc.message}") from None
-            self._swap(entry, built, model_dir, stamp, override is not None)
+            text = "".join(
+                f"version {v} is at UNAVAILABLE state: {reason};"
+                for v, reason in sorted(built.failed.items())
+            )
+            if not built.loaded and entry.has_loaded():
+                # Nothing of the change loaded: what served keeps serving, whole.
+                self._load_failed(entry, text, model_dir, stamp, override is not None)
+            else:
+                self._swap(entry, built, model_dir, stamp, override is not None)
             if built.failed:
-                text = "".join(
-                    f"version {v} is at UNAVAILABLE state: {reason};"
-                    for v, reason in sorted(built.failed.items())
-                )
                 raise InvalidArgument(f"load failed for model '{name}': {text}")
         finally:
             if folder is not None:
@@ -370,6 +379,7 @@ class ModelManager:
     ) -> None:
         """A load that failed before any version was built: what served keeps serving."""
         log.error("failed to load model '%s': %s", entry.name, reason)
+        entry.attempted, entry.load_error = stamp, reason
         if entry.has_loaded():
             entry.versions = {
                 v: VersionStatus(v, s.state, _kept_reason(reason), s.loaded)
@@ -377,12 +387,10 @@ class ModelManager:
                 else s
                 for v, s in entry.versions.items()
             }
-            # A later poll retries only when the folder changes again.
-            entry.stamp = stamp if not overridden else entry.stamp
             return
         entry.versions = {}
         entry.state, entry.reason = UNAVAILABLE, reason
-        entry.model_dir, entry.stamp, entry.overridden = model_dir, stamp, overridden
+        entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
 
     def _swap(
         self,
@@ -418,6 +426,8 @@ class ModelManager:
         entry.state = READY if built.loaded else UNAVAILABLE
         entry.reason = "" if built.loaded else "no version could be loaded"
         entry.model_dir, entry.stamp, entry.overridden = model_dir, stamp, overridden
+        entry.attempted = stamp
+        entry.load_error = "; ".join(built.failed.values())
         for loaded in built.loaded.values():
             loaded.watch(partial(self._instance_gave_up, entry, loaded))
         for loaded in retired:
@@ -471,7 +481,7 @@ class ModelManager:
             for v, s in entry.versions.items()
         }
         entry.state, entry.reason = UNAVAILABLE, UNLOADED
-        entry.stamp = None
+        entry.stamp = entry.attempted = None
 
     def _needed_by_others(self, name: str) -> bool:
         for other in self.models.values():
