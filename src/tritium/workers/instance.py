@@ -134,9 +134,10 @@ class ModelInstance:
 
     def _give_up(self) -> None:
         policy = self._crash_policy
+        count = len(self._crashes)
         self.gave_up = (
-            f"instance '{self.name}' failed {len(self._crashes)} times within "
-            f"{policy.window_s:g} s and is not restarted again"
+            f"instance '{self.name}' failed {count} {'time' if count == 1 else 'times'} "
+            f"within {policy.window_s:g} s and is not restarted again"
         )
         log.error("%s", self.gave_up)
         self._stopping = True
