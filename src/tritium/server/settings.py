@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tritium.service.lifecycle_settings import lifecycle_options
+
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")
 GRPC_COMPRESSION_LEVELS = ("none", "low", "medium", "high")
@@ -362,6 +364,8 @@ def _validate(s: Settings) -> None:
                 "--backend-config option format is '<backend name>,<setting>=<value>'. "
                 f"Got {entry!r}"
             )
+    # Model life-cycle settings (--backend-config=python,...) fail like a bad flag.
+    lifecycle_options(s.backend_config)
     if s.allow_grpc and s.grpc_use_ssl:
         if not (s.grpc_server_cert and s.grpc_server_key):
             raise ValueError("--grpc-use-ssl requires --grpc-server-cert and --grpc-server-key")
