@@ -15,7 +15,6 @@ import asyncio
 import logging
 import os
 from collections.abc import Collection, Coroutine
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,14 +25,22 @@ from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
 from tritium.service.dependencies import model_dependencies
 from tritium.service.generation import LoadedVersion, make_scheduler
+from tritium.service.model_entry import (
+    READY,
+    UNAVAILABLE,
+    UNLOADED,
+    UNLOADING,
+    ModelEntry,
+    VersionStatus,
+    index_lines,
+    table_rows,
+)
 from tritium.service.version_builder import Built, LoadOptions, VersionBuilder, read_config
 from tritium.workers import ModelInstance
 
 log = logging.getLogger("tritium.models")
 
 STOP_TIMEOUT_S = 30.0
-READY, UNAVAILABLE, LOADING, UNLOADING = "READY", "UNAVAILABLE", "LOADING", "UNLOADING"
-UNLOADED = "unloaded"
 
 __all__ = [
     "LoadOptions",
@@ -45,48 +52,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class VersionStatus:
-    version: int
-    state: str  # READY | UNAVAILABLE | LOADING | UNLOADING
-    reason: str = ""
-    loaded: LoadedVersion | None = None
-
-
-@dataclass(slots=True)
-class ModelEntry:
-    name: str
-    source: repo.ModelSource | None = None
-    # Replaced whole, never edited in place, so a request reads one consistent map.
-    versions: dict[int, VersionStatus] = field(default_factory=dict)
-    state: str = "UNKNOWN"
-    reason: str = ""
-    config: dict[str, Any] | None = None
-    # Whether the model is meant to be loaded (readiness counts only those).
-    wanted: bool = False
-    # What the serving versions were built from: folder, fingerprint, overridden or not.
-    model_dir: Path | None = None
-    stamp: Fingerprint | None = None
-    overridden: bool = False
-    # The fingerprint of the last load attempt, and its error ("" when it loaded).
-    attempted: Fingerprint | None = None
-    load_error: str = ""
-    # Versions being built for the next swap (shown LOADING when nothing serves them).
-    loading: tuple[int, ...] = ()
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    def default_version(self) -> LoadedVersion | None:
-        """The highest loaded version (asked on every request without a version)."""
-        best: VersionStatus | None = None
-        for status in self.versions.values():
-            if status.loaded is not None and (best is None or status.version > best.version):
-                best = status
-        return best.loaded if best is not None else None
-
-    def has_loaded(self) -> bool:
-        return any(s.loaded is not None for s in self.versions.values())
 
 
 class ModelManager:
@@ -140,49 +105,14 @@ class ModelManager:
         return True
 
     def table(self) -> list[tuple[str, str, str]]:
-        rows = []
-        for name in sorted(self.models):
-            entry = self.models[name]
-            if not entry.versions:
-                rows.append((name, "-", f"UNAVAILABLE: {entry.reason}"))
-            for number in sorted(entry.versions):
-                status = entry.versions[number]
-                text = status.state if not status.reason else f"{status.state}: {status.reason}"
-                rows.append((name, str(number), text))
-        return rows
+        """Rows of the start-up model table: (model, version, status)."""
+        return table_rows(self.models)
 
     def index_entries(
         self, folder_names: Collection[str], ready_only: bool
     ) -> list[dict[str, Any]]:
-        """Triton's repository index: one line per version with its state and reason, one
-        line per model without versions (its state and reason when it failed, just its
-        name when it was never loaded)."""
-        lines: list[dict[str, Any]] = []
-        for name in sorted(set(folder_names) | set(self.models)):
-            entry = self.models.get(name)
-            versions = dict(entry.versions) if entry is not None else {}
-            if entry is not None:
-                for number in entry.loading:
-                    versions.setdefault(number, VersionStatus(number, LOADING))
-            if not versions:
-                if entry is None or entry.state in ("UNKNOWN", READY):
-                    if not ready_only:
-                        lines.append({"name": name})
-                elif not ready_only:
-                    line = {"name": name, "state": entry.state}
-                    if entry.reason:
-                        line["reason"] = entry.reason
-                    lines.append(line)
-                continue
-            for number in sorted(versions):
-                status = versions[number]
-                if ready_only and status.state != READY:
-                    continue
-                line = {"name": name, "version": str(number), "state": status.state}
-                if status.reason:
-                    line["reason"] = status.reason
-                lines.append(line)
-        return lines
+        """Triton's repository index over ``folder_names`` and every known model."""
+        return index_lines(self.models, folder_names, ready_only)
 
     async def folder_names(self) -> list[str]:
         """The model folders of the repositories, duplicates included."""
