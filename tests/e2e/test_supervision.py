@@ -23,8 +23,11 @@ import triton_python_backend_utils as pb_utils
 
 class TritonPythonModel:
     def initialize(self, args):
+        self.marker = os.path.join(args["model_repository"], "no_restart")
         if args["model_name"] == "hangs":
             time.sleep(120)
+        if os.path.exists(self.marker):
+            raise RuntimeError("cannot start again")
 
     def execute(self, requests):
         out = []
@@ -32,6 +35,8 @@ class TritonPythonModel:
             x = int(pb_utils.get_input_tensor_by_name(r, "X").as_numpy()[0])
             if x < 0:
                 time.sleep(-x / 1000.0)
+                if x == -2:
+                    open(self.marker, "w").close()
                 os._exit(1)
             out.append(
                 pb_utils.InferenceResponse(
@@ -149,5 +154,20 @@ def test_initialize_that_hangs_past_the_timeout_fails_the_load(tmp_path):
         assert "initialize() of 'hangs_0_0' did not finish within 2 s" in str(info.value)
         entry = _entry(client, "hangs")
         assert entry["state"] == "UNAVAILABLE" and "did not finish within 2 s" in entry["reason"]
+        _eventually(lambda: _children(server.proc.pid) == [])
+        client.close()
+
+
+def test_restarts_that_keep_failing_count_towards_the_limit(tmp_path):
+    repo = _repo(tmp_path, "crashy")
+    args = ["--load-model=crashy", "--model-control-mode=explicit"]
+    args.append("--backend-config=python,restart-limit=3")
+    with ServerProcess([repo], args) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        with pytest.raises(InferenceServerException):
+            client.infer("crashy", marked_inputs(httpclient, -2))  # exits; restarts then fail
+        _eventually(lambda: _entry(client, "crashy")["state"] == "UNAVAILABLE")
+        assert "failed 3 times within 60 s" in _entry(client, "crashy")["reason"]
+        assert server.wait_for_log("restart of instance 'crashy_0_0' failed: .*cannot start again")
         _eventually(lambda: _children(server.proc.pid) == [])
         client.close()
