@@ -175,22 +175,6 @@ def test_model_statistics(client):
     assert {"add_sub", "identity", "echo_all", "versioned_all"} <= {s["name"] for s in everything}
 
 
-# ----------------------------------------------- methods tritium does not serve (yet)
-
-NOT_SERVED = [
-    ("RepositoryIndex", service_pb2.RepositoryIndexRequest(), "model repository"),
-    ("RepositoryModelLoad", service_pb2.RepositoryModelLoadRequest(model_name="add_sub"), "model repository"),
-    ("RepositoryModelUnload", service_pb2.RepositoryModelUnloadRequest(model_name="add_sub"), "model repository"),
-]
-
-
-@pytest.mark.parametrize(("method", "request_message", "missing"), NOT_SERVED, ids=[m[0] for m in NOT_SERVED])
-def test_unserved_methods_say_what_is_missing(stub, method, request_message, missing):
-    err = _rpc_error(getattr(stub, method), request_message)
-    assert err.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert missing in err.details() and method in err.details()
-
-
 def test_cuda_shared_memory(stub):
     # Triton without a GPU: status lists no regions, unregistering an unknown name is a
     # no-op, and registering fails with an error (never a silent success).
@@ -203,12 +187,11 @@ def test_cuda_shared_memory(stub):
     assert "CUDA shared memory" in err.details()
 
 
-def test_tritonclient_repository_calls_raise(client):
-    with pytest.raises(InferenceServerException) as info:
-        client.get_model_repository_index()
-    assert info.value.status() == "StatusCode.UNIMPLEMENTED"
-    with pytest.raises(InferenceServerException):
-        client.load_model("add_sub")
+def test_tritonclient_repository_calls(client):
+    index = client.get_model_repository_index(as_json=True)["models"]
+    assert {"name": "add_sub", "version": "1", "state": "READY"} in index
+    client.load_model("add_sub")  # loaded and unchanged: nothing to do, as in Triton
+    assert client.is_model_ready("add_sub")
 
 
 # --------------------------------------------------------------------------- infer

@@ -20,7 +20,9 @@ from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service.lifecycle_settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
+from tritium.service.poller import RepositoryPoller
 from tritium.service.trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium.server")
@@ -49,6 +51,7 @@ class Server:
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
+            **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         log_settings = LogSettings(
@@ -67,7 +70,9 @@ class Server:
             allow_client_shm=settings.allow_client_shm,
             log_settings=log_settings,
             trace_startup=parse_trace_config(settings.trace_config),
+            model_control_mode=settings.model_control_mode,
         )
+        self.poller = RepositoryPoller(self.models, float(settings.repository_poll_secs))
         self.http = None
         self.grpc = None
         self.metrics = None
@@ -84,8 +89,6 @@ class Server:
         if mode == "explicit":
             names = set(self.settings.load_model)
             only = None if "*" in names else names
-        elif mode == "poll":
-            log.warning("--model-control-mode=poll is not supported yet; models load once")
         await self.models.load_all(only)
         log.info("\n%s", _model_table(self.models.table()))
         failed = [r for r in self.models.table() if not r[2].startswith("READY")]
@@ -100,6 +103,8 @@ class Server:
             return False
         settle_heap()
         self.service.started = True
+        if mode == "poll":
+            self.poller.start()
         return True
 
     async def _start_frontends(self) -> None:
@@ -127,6 +132,7 @@ class Server:
     async def shutdown(self) -> None:
         timeout = float(self.settings.exit_timeout_secs)
         self.service.stopping = True
+        await self.poller.stop()
         if self.grpc is not None:
             await self.grpc.stop(timeout)
         if self.http is not None:

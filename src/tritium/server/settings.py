@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
+from tritium.service.lifecycle_settings import lifecycle_options
 from tritium.service.trace_settings import parse_trace_config
 
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
@@ -389,6 +390,8 @@ def _validate(s: Settings) -> None:
                 "--backend-config option format is '<backend name>,<setting>=<value>'. "
                 f"Got {entry!r}"
             )
+    # Model life-cycle settings (--backend-config=python,...) fail like a bad flag.
+    lifecycle_options(s.backend_config)
     if s.allow_grpc and s.grpc_use_ssl:
         if not (s.grpc_server_cert and s.grpc_server_key):
             raise ValueError("--grpc-use-ssl requires --grpc-server-cert and --grpc-server-key")

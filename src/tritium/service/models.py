@@ -1,139 +1,57 @@
-"""Loading, serving and unloading the models of the repository.
+"""The models of the repository: load, reload and unload them while requests flow.
 
-For each model: read ``config.pbtxt`` (or start empty), pick versions by the version policy,
-let model.py auto-complete the config in a worker, fill Triton's defaults, validate, then
-start every instance of every selected version and put a scheduler in front of them. A model
-that fails at any step is UNAVAILABLE with the reason, and nothing it started is left running.
+Each model is an entry whose ``versions`` map (version -> status, with the serving
+``LoadedVersion``) is what requests read. A load builds every selected version beside
+whatever serves now (config read, auto-completed in a worker, validated, every instance
+started and warmed up) and then replaces the map in one assignment: on the event loop no
+request sees half of a change. Versions that were replaced or unloaded are retired: what
+reached them finishes, then their workers stop. A load that fails leaves what served before
+serving, with the reason in the index. Loads and unloads of one model are serialized.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
-from dataclasses import dataclass, field
+import os
+from collections.abc import Collection, Coroutine
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from tritium import config as cfg
 from tritium import repository as repo
-from tritium.core.clock import now_ns
-from tritium.core.errors import NotFound, TritiumError, Unavailable
-from tritium.core.latency_summary import SummarizedStatistics
-from tritium.core.statistics import ModelStatistics
-from tritium.scheduling import (
-    BatchingConfig,
-    BatchPolicy,
-    DefaultScheduler,
-    DynamicBatcher,
-    SequenceBatcher,
-    SequenceConfig,
-    load_initial_states,
+from tritium.core.errors import InternalError, InvalidArgument, NotFound, TritiumError, Unavailable
+from tritium.repository.fingerprint import Fingerprint, model_fingerprint
+from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
+from tritium.service.dependencies import model_dependencies
+from tritium.service.generation import LoadedVersion, make_scheduler
+from tritium.service.model_entry import (
+    READY,
+    UNAVAILABLE,
+    UNLOADED,
+    UNLOADING,
+    ModelEntry,
+    VersionStatus,
+    index_lines,
+    table_rows,
 )
-from tritium.service.model_io import ModelSignature, signature_from_config
-from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
+from tritium.service.version_builder import Built, LoadOptions, VersionBuilder, read_config
+from tritium.workers import ModelInstance
 
 log = logging.getLogger("tritium.models")
 
-LOAD_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 30.0
 
+__all__ = [
+    "LoadOptions",
+    "LoadedVersion",
+    "ModelEntry",
+    "ModelManager",
+    "VersionStatus",
+    "make_scheduler",
+]
 
-@dataclass(frozen=True, slots=True)
-class LoadOptions:
-    auto_complete: bool = True
-    model_config_name: str = ""
-    log_verbose: int = 0
-    gpu_count: int = 0
-    load_timeout_s: float = LOAD_TIMEOUT_S
-    # Keep per-request latency summaries (--metrics-config summary_latencies=true).
-    latency_summaries: bool = False
-
-
-class LoadedVersion:
-    """One ready version: its config, signature, instances and scheduler."""
-
-    def __init__(
-        self,
-        name: str,
-        version: int,
-        config: dict[str, Any],
-        instances: list[ModelInstance],
-        stats: ModelStatistics,
-        initial_states: dict[str, Any] | None = None,
-    ) -> None:
-        self.name = name
-        self.stats = stats
-        self.version = version
-        self.version_str = str(version)
-        self.config = config
-        self.signature: ModelSignature = signature_from_config(config)
-        self.instances = instances
-        self.scheduler = make_scheduler(config, instances, initial_states)
-
-    @property
-    def ready(self) -> bool:
-        return all(i.ready for i in self.instances)
-
-    async def stop(self, timeout: float) -> None:
-        self.scheduler.fail_all(Unavailable(f"model '{self.name}' is unloading"))
-        self.scheduler.close()
-        await asyncio.gather(*(i.stop(timeout) for i in self.instances))
-
-
-@dataclass(slots=True)
-class VersionStatus:
-    version: int
-    state: str  # READY | UNAVAILABLE | LOADING | UNLOADING
-    reason: str = ""
-    loaded: LoadedVersion | None = None
-
-
-@dataclass(slots=True)
-class ModelEntry:
-    name: str
-    source: repo.ModelSource
-    versions: dict[int, VersionStatus] = field(default_factory=dict)
-    state: str = "UNKNOWN"
-    reason: str = ""
-    config: dict[str, Any] | None = None
-
-    def default_version(self) -> LoadedVersion | None:
-        """The highest loaded version (asked on every request without a version)."""
-        best: VersionStatus | None = None
-        for status in self.versions.values():
-            if status.loaded is not None and (best is None or status.version > best.version):
-                best = status
-        return best.loaded if best is not None else None
-
-
-def make_scheduler(
-    config: dict[str, Any],
-    instances: list[ModelInstance],
-    initial_states: dict[str, Any] | None = None,
-) -> DefaultScheduler | DynamicBatcher | SequenceBatcher:
-    """The sequence batcher for a stateful model, the dynamic batcher when the model asks
-    for it (and can batch), else Triton's default scheduler."""
-    if "sequence_batching" in config:
-        sequence_config = SequenceConfig.from_config(config)
-        return SequenceBatcher(instances, sequence_config, initial_states=initial_states)  # type: ignore[arg-type]
-    if "dynamic_batching" in config and int(config.get("max_batch_size", 0)) > 0:
-        policy = BatchPolicy(BatchingConfig.from_config(config))
-        return DynamicBatcher(instances, policy)  # type: ignore[arg-type]
-    return DefaultScheduler(instances)  # type: ignore[arg-type]
-
-
-def _instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:
-    specs: list[InstanceSpec] = []
-    for group in config.get("instance_group", ()):
-        kind = group.get("kind", "KIND_CPU").removeprefix("KIND_")
-        count = int(group.get("count", 1))
-        gpus = [int(g) for g in group.get("gpus", ())] if kind == "GPU" else [0]
-        # Triton's order and names: every count index on every listed device.
-        for c in range(count):
-            for device in gpus:
-                specs.append(InstanceSpec(f"{group['name']}_{c}", kind, device))
-    return specs
+T = TypeVar("T")
 
 
 class ModelManager:
@@ -141,6 +59,8 @@ class ModelManager:
         self.roots = roots
         self.options = options
         self.models: dict[str, ModelEntry] = {}
+        self._builder = VersionBuilder(options)
+        self._background: set[asyncio.Task[Any]] = set()
 
     # -- queries ------------------------------------------------------------------------
 
@@ -171,208 +91,377 @@ class ModelManager:
         return loaded
 
     def all_ready(self) -> bool:
-        return all(
-            status.loaded is not None and status.loaded.ready
-            for entry in self.models.values()
-            for status in entry.versions.values()
-        ) and all(entry.state == "READY" for entry in self.models.values())
+        """Every model meant to be loaded serves every version it selected."""
+        for entry in self.models.values():
+            if not entry.wanted:
+                continue
+            if entry.state != READY or not entry.versions:
+                return False
+            for status in entry.versions.values():
+                if status.state == UNAVAILABLE and status.reason == UNLOADED:
+                    continue
+                if status.loaded is None or not status.loaded.ready:
+                    return False
+        return True
 
     def table(self) -> list[tuple[str, str, str]]:
-        rows = []
-        for name in sorted(self.models):
-            entry = self.models[name]
-            if not entry.versions:
-                rows.append((name, "-", f"UNAVAILABLE: {entry.reason}"))
-            for number in sorted(entry.versions):
-                status = entry.versions[number]
-                text = status.state if not status.reason else f"{status.state}: {status.reason}"
-                rows.append((name, str(number), text))
-        return rows
+        """Rows of the start-up model table: (model, version, status)."""
+        return table_rows(self.models)
+
+    def index_entries(
+        self, folder_names: Collection[str], ready_only: bool
+    ) -> list[dict[str, Any]]:
+        """Triton's repository index over ``folder_names`` and every known model."""
+        return index_lines(self.models, folder_names, ready_only)
+
+    async def folder_names(self) -> list[str]:
+        """The model folders of the repositories, duplicates included."""
+
+        def scan() -> list[str]:
+            names: set[str] = set()
+            for root in self.roots:
+                try:
+                    for item in os.scandir(root):
+                        if not item.name.startswith(".") and item.is_dir():
+                            names.add(item.name)
+                except OSError:
+                    continue
+            return sorted(names)
+
+        return await asyncio.get_running_loop().run_in_executor(None, scan)
 
     # -- loading ------------------------------------------------------------------------
 
     async def load_all(self, only: Collection[str] | None = None) -> None:
         """Load every model of the repositories (or just ``only``, for explicit control)."""
-        sources = await asyncio.get_running_loop().run_in_executor(
-            None, repo.scan_repositories, self.roots
-        )
+        try:
+            sources = await self._scan()
+        except repo.DuplicateModelError as exc:
+            sources = exc.models
+            for name in exc.duplicates:
+                entry = self._entry(name)
+                entry.wanted = True
+                entry.state, entry.reason = UNAVAILABLE, repo.DUPLICATE_REASON
         if only is not None:
-            unknown = sorted(set(only) - set(sources))
-            for name in unknown:
-                self.models[name] = ModelEntry(
-                    name,
-                    repo.ModelSource(name, Path(), Path()),
-                    state="UNAVAILABLE",
-                    reason=f"failed to load '{name}', failed to poll from model repository",
-                )
+            for name in sorted(set(only) - set(sources)):
+                if name in self.models:
+                    continue
+                entry = self._entry(name)
+                entry.wanted = True
+                entry.state = UNAVAILABLE
+                entry.reason = f"failed to load '{name}', failed to poll from model repository"
             sources = {name: src for name, src in sources.items() if name in only}
-        for name, source in sources.items():
-            self.models[name] = ModelEntry(name, source, state="LOADING")
-        await asyncio.gather(*(self._load(self.models[name]) for name in sorted(sources)))
-
-    async def _load(self, entry: ModelEntry) -> None:
-        try:
-            await self._load_versions(entry)
-        except TritiumError as exc:
-            entry.state, entry.reason = "UNAVAILABLE", exc.message
-            for status in entry.versions.values():
-                if status.loaded is None:
-                    status.state, status.reason = "UNAVAILABLE", exc.message
-        except Exception as exc:  # noqa: BLE001 - a broken model must not stop the server
-            log.exception("loading model '%s' failed", entry.name)
-            entry.state, entry.reason = "UNAVAILABLE", f"internal error: {exc}"
-        else:
-            ok = any(s.loaded is not None for s in entry.versions.values())
-            entry.state = "READY" if ok and all(
-                s.loaded is not None for s in entry.versions.values()
-            ) else "UNAVAILABLE"
-            if not ok and not entry.reason:
-                entry.reason = "no version could be loaded"
-
-    async def _read_config(self, entry: ModelEntry) -> tuple[Any, list[int]]:
-        loop = asyncio.get_running_loop()
-        path = entry.source.path
-        pb = await loop.run_in_executor(
-            None, cfg.load_config_file, path, entry.name, self.options.model_config_name
+        results = await asyncio.gather(
+            *(self._load_named(name, None, (), retry=True) for name in sorted(sources)),
+            return_exceptions=True,
         )
-        if pb is None:
-            if not self.options.auto_complete:
-                raise Unavailable(
-                    f"failed to load model '{entry.name}': no model configuration "
-                    "'config.pbtxt' and auto-complete is disabled"
-                )
-            pb = cfg.ModelConfig(name=entry.name)
-        available = await loop.run_in_executor(None, repo.available_versions, path)
-        return pb, available
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, TritiumError):
+                raise result
 
-    async def _load_versions(self, entry: ModelEntry) -> None:
-        name = entry.name
-        pb, available = await self._read_config(entry)
-        selection = repo.select_versions(pb.version_policy, available)
-        if not selection.selected:
-            raise Unavailable(
-                f"at least one version must be available under the version policy of "
-                f"model '{name}'"
+    async def load(self, name: str, override: LoadOverride | None = None) -> None:
+        """Load ``name``, or reload it when it is loaded (the repository API's load).
+
+        Raises InvalidArgument with Triton's "load failed for model ..." text when the new
+        load failed (what served before still serves), InternalError when the model is in
+        no repository."""
+        await self._run(self._load_named(name, override, (), retry=True))
+
+    async def refresh(self, name: str) -> None:
+        """Load ``name`` if its folder changed since its last load attempt (poll mode)."""
+        await self._run(self._load_named(name, None, (), retry=False))
+
+    async def unload(self, name: str, unload_dependents: bool = False) -> None:
+        """Unload every version of ``name``: requests that reached it finish first."""
+        await self._run(self._unload_named(name, unload_dependents))
+
+    async def _run(self, work: Coroutine[Any, Any, T]) -> T:
+        # A client that goes away must not cancel a load or unload halfway.
+        task = asyncio.ensure_future(work)
+        self._track(task)
+        return await asyncio.shield(task)
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._background.add(task)
+        task.add_done_callback(_forget(self._background))
+
+    def _entry(self, name: str) -> ModelEntry:
+        entry = self.models.get(name)
+        if entry is None:
+            entry = self.models[name] = ModelEntry(name)
+        return entry
+
+    async def _scan(self) -> dict[str, repo.ModelSource]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, repo.scan_repositories, self.roots)
+
+    async def _find(self, name: str) -> repo.ModelSource:
+        """The folder of ``name`` in the repositories (one of them)."""
+
+        def find() -> list[Path]:
+            return [root / name for root in self.roots if (root / name).is_dir()]
+
+        found = await asyncio.get_running_loop().run_in_executor(None, find)
+        if not found:
+            raise InternalError(f"failed to load '{name}', failed to poll from model repository")
+        if len({p.resolve() for p in found}) > 1:
+            raise InvalidArgument(f"failed to load '{name}': {repo.DUPLICATE_REASON}")
+        return repo.ModelSource(name, found[0], found[0].parent)
+
+    async def _load_named(
+        self, name: str, override: LoadOverride | None, chain: tuple[str, ...], *, retry: bool
+    ) -> None:
+        if name in chain:
+            raise InvalidArgument(
+                f"circular dependency between models: {' -> '.join((*chain, name))}"
             )
-        for number in selection.missing:
-            # As Triton: logged, not loaded, and not held against the model's readiness.
-            log.error(
-                "version %d is specified for model '%s', but the version directory is not present",
-                number,
-                name,
-            )
-        for number in selection.selected:
-            entry.versions[number] = VersionStatus(number, "LOADING")
+        with_files = override is not None and bool(override.files)
+        source = None if with_files else await self._find(name)
+        entry = self._entry(name)
+        async with entry.lock:
+            entry.wanted = True
+            if source is not None:
+                entry.source = source
+            await self._load_locked(entry, source, override, (*chain, name), retry)
 
-        # Auto-complete runs in a worker for the newest version; that worker is then kept as
-        # the first instance of that version.
-        newest = max(selection.selected)
-        first = WorkerProcess(f"{name}:{newest}")
-        try:
-            await first.spawn()
-            reply = await first.load(
-                self._load_spec(entry, newest, cfg.config_to_json(pb), self.options.auto_complete),
-                self.options.load_timeout_s,
-            )
-            if reply.get("config") is not None:
-                pb = cfg.config_from_dict(reply["config"])
-            pb = cfg.complete_config(pb, name, gpu_count=self.options.gpu_count)
-            cfg.validate_config(pb, name, gpu_count=self.options.gpu_count)
-        except BaseException:
-            await first.stop(1.0)
-            raise
-        config = cfg.config_to_json(pb)
-        entry.config = config
-        spare: list[WorkerProcess] = [first]
-
-        async def load_version(number: int) -> None:
-            status = entry.versions[number]
-            try:
-                status.loaded = await self._start_version(entry, number, config, spare)
-                status.state, status.reason = "READY", ""
-            except TritiumError as exc:
-                status.state, status.reason = "UNAVAILABLE", exc.message
-
-        try:
-            await asyncio.gather(*(load_version(n) for n in selection.selected))
-        finally:
-            for process in spare:
-                await process.stop(1.0)
-
-    def _load_spec(
-        self, entry: ModelEntry, version: int, config: dict[str, Any], auto_complete: bool
-    ) -> dict[str, Any]:
-        return {
-            "model_name": entry.name,
-            "model_version": str(version),
-            "model_dir": str(entry.source.path),
-            "config": config,
-            "auto_complete": auto_complete,
-            "log_verbose": self.options.log_verbose,
-        }
-
-    async def _start_version(
+    async def _load_locked(
         self,
         entry: ModelEntry,
-        version: int,
-        config: dict[str, Any],
-        spare: list[WorkerProcess],
-    ) -> LoadedVersion:
-        timeout = self.options.load_timeout_s
-
-        async def starter(instance: ModelInstance) -> WorkerProcess:
-            process: WorkerProcess | None = None
-            if spare and spare[0].label == f"{entry.name}:{version}" and spare[0].alive:
-                process = spare.pop()
+        source: repo.ModelSource | None,
+        override: LoadOverride | None,
+        chain: tuple[str, ...],
+        retry: bool,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        name = entry.name
+        folder: PrivateFolder | None = None
+        stamp: Fingerprint | None = None
+        try:
+            if source is None:
+                assert override is not None
+                folder = await loop.run_in_executor(None, write_private_folder, name, override)
+                folder.acquire()  # held until the versions built from it hold it
+                model_dir = folder.path
+            else:
+                model_dir = source.path
+                stamp = await loop.run_in_executor(None, model_fingerprint, model_dir)
+                same = override is None and not entry.overridden and entry.model_dir == model_dir
+                if retry:
+                    # The API reloads unless what serves came from these very files.
+                    skip = same and entry.stamp == stamp and entry.has_loaded()
+                    skip = skip and not entry.load_error
+                else:
+                    # A poll tries a folder once per change, failed or not.
+                    skip = same and entry.attempted == stamp
+                if skip:
+                    return
             try:
-                if process is None:
-                    process = WorkerProcess(f"{entry.name}:{version}")
-                    await process.spawn()
-                    await process.load(self._load_spec(entry, version, config, False), timeout)
-                await process.initialize(instance.init_message(config), timeout)
-                return process
-            except BaseException:
-                if process is not None:
-                    await process.stop(1.0)
-                raise
-
-        initial_states = None
-        if "sequence_batching" in config:  # initial state files are read off the loop
-            initial_states = await asyncio.get_running_loop().run_in_executor(
-                None, load_initial_states, config, entry.source.path
+                pb = override.config if override is not None else None
+                if pb is None:
+                    pb = await read_config(name, model_dir, self.options)
+                for dependency in model_dependencies(pb):
+                    await self._ensure_loaded(dependency, chain)
+                built = await self._build(entry, model_dir, pb, folder)
+            except TritiumError as exc:
+                self._load_failed(entry, exc.message, model_dir, stamp, override is not None)
+                raise InvalidArgument(f"load failed for model '{name}': {exc.message}") from None
+            text = "".join(
+                f"version {v} is at UNAVAILABLE state: {reason};"
+                for v, reason in sorted(built.failed.items())
             )
-        stats = SummarizedStatistics(now_ns) if self.options.latency_summaries else ModelStatistics()
-        instances = [ModelInstance(spec, starter, stats) for spec in _instance_specs(config)]
-        results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            await asyncio.gather(*(i.stop(1.0) for i in instances))
-            first = errors[0]
-            if isinstance(first, TritiumError):
-                raise first
-            raise Unavailable(f"failed to load model '{entry.name}': {first}")
-        return LoadedVersion(entry.name, version, config, instances, stats, initial_states)
+            if not built.loaded and entry.has_loaded():
+                # Nothing of the change loaded: what served keeps serving, whole.
+                self._load_failed(entry, text, model_dir, stamp, override is not None)
+            else:
+                self._swap(entry, built, model_dir, stamp, override is not None)
+            if built.failed:
+                raise InvalidArgument(f"load failed for model '{name}': {text}")
+        finally:
+            if folder is not None:
+                folder.release()
+
+    async def _ensure_loaded(self, name: str, chain: tuple[str, ...]) -> None:
+        entry = self.models.get(name)
+        if entry is not None and entry.has_loaded():
+            return
+        await self._load_named(name, None, chain, retry=True)
+
+    async def _build(
+        self, entry: ModelEntry, model_dir: Path, pb: Any, folder: PrivateFolder | None
+    ) -> Built:
+        entry.loading = ()
+
+        def selected(versions: tuple[int, ...]) -> None:
+            entry.loading = versions
+
+        try:
+            return await self._builder.build(entry.name, model_dir, pb, folder, selected)
+        finally:
+            entry.loading = ()
+
+    def _load_failed(
+        self,
+        entry: ModelEntry,
+        reason: str,
+        model_dir: Path,
+        stamp: Fingerprint | None,
+        overridden: bool,
+    ) -> None:
+        """A load that failed before any version was built: what served keeps serving."""
+        log.error("failed to load model '%s': %s", entry.name, reason)
+        entry.attempted, entry.load_error = stamp, reason
+        if entry.has_loaded():
+            entry.versions = {
+                v: VersionStatus(v, s.state, _kept_reason(reason), s.loaded)
+                if s.loaded is not None
+                else s
+                for v, s in entry.versions.items()
+            }
+            return
+        entry.versions = {}
+        entry.state, entry.reason = UNAVAILABLE, reason
+        entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
+
+    def _swap(
+        self,
+        entry: ModelEntry,
+        built: Built,
+        model_dir: Path,
+        stamp: Fingerprint | None,
+        overridden: bool,
+    ) -> None:
+        """Put the built versions in service in one assignment; retire what they replace."""
+        old = entry.versions
+        new: dict[int, VersionStatus] = {}
+        for number, loaded in built.loaded.items():
+            new[number] = VersionStatus(number, READY, "", loaded)
+        for number, reason in built.failed.items():
+            previous = old.get(number)
+            if previous is not None and previous.loaded is not None:
+                new[number] = VersionStatus(number, READY, _kept_reason(reason), previous.loaded)
+            else:
+                new[number] = VersionStatus(number, UNAVAILABLE, reason)
+        kept = {id(s.loaded) for s in new.values() if s.loaded is not None}
+        retired: list[LoadedVersion] = []
+        for number, status in old.items():
+            if status.loaded is not None and id(status.loaded) not in kept:
+                retired.append(status.loaded)
+            if number not in new:
+                was_loaded = status.loaded is not None or status.reason == UNLOADED
+                new[number] = VersionStatus(
+                    number, UNAVAILABLE, UNLOADED if was_loaded else status.reason
+                )
+        entry.versions = new  # the swap
+        entry.config = built.config
+        entry.state = READY if built.loaded else UNAVAILABLE
+        entry.reason = "" if built.loaded else "no version could be loaded"
+        entry.model_dir, entry.stamp, entry.overridden = model_dir, stamp, overridden
+        entry.attempted = stamp
+        entry.load_error = "; ".join(built.failed.values())
+        for loaded in built.loaded.values():
+            loaded.watch(partial(self._instance_gave_up, entry, loaded))
+        for loaded in retired:
+            self._retire_later(loaded, "was replaced by a newer load")
+
+    def _retire_later(self, loaded: LoadedVersion, reason: str) -> None:
+        task = asyncio.ensure_future(loaded.retire(self.options.drain_timeout_s, reason))
+        self._track(task)
+
+    def _instance_gave_up(
+        self, entry: ModelEntry, loaded: LoadedVersion, instance: ModelInstance, reason: str
+    ) -> None:
+        """Supervision: a version whose instance stopped restarting is taken out of service
+        and its queued requests fail at once, naming the model."""
+        status = entry.versions.get(loaded.version)
+        if status is None or status.loaded is not loaded:
+            return
+        versions = dict(entry.versions)
+        versions[loaded.version] = VersionStatus(loaded.version, UNAVAILABLE, reason)
+        entry.versions = versions
+        if not entry.has_loaded():
+            entry.state, entry.reason = UNAVAILABLE, reason
+        task = asyncio.ensure_future(loaded.stop(STOP_TIMEOUT_S, f"is unavailable: {reason}"))
+        self._track(task)
+
+    # -- unloading ----------------------------------------------------------------------
+
+    async def _unload_named(self, name: str, unload_dependents: bool) -> None:
+        entry = self.models.get(name)
+        if entry is None:
+            return
+        async with entry.lock:
+            dependencies = model_dependencies_of(entry)
+            await self._unload_locked(entry)
+        if unload_dependents:
+            for dependency in dependencies:
+                if not self._needed_by_others(dependency):
+                    await self._unload_named(dependency, True)
+
+    async def _unload_locked(self, entry: ModelEntry, timeout: float | None = None) -> None:
+        entry.wanted = False
+        loaded = [s.loaded for s in entry.versions.values() if s.loaded is not None]
+        entry.versions = {
+            v: VersionStatus(v, UNLOADING) if s.loaded is not None else s
+            for v, s in entry.versions.items()
+        }
+        drain = self.options.drain_timeout_s if timeout is None else timeout
+        await asyncio.gather(*(lv.retire(drain, "is unloading") for lv in loaded))
+        entry.versions = {
+            v: VersionStatus(v, UNAVAILABLE, UNLOADED) if s.state == UNLOADING else s
+            for v, s in entry.versions.items()
+        }
+        entry.state, entry.reason = UNAVAILABLE, UNLOADED
+        entry.stamp = entry.attempted = None
+
+    def _needed_by_others(self, name: str) -> bool:
+        for other in self.models.values():
+            if other.name != name and other.has_loaded():
+                if name in model_dependencies_of(other):
+                    return True
+        return False
 
     # -- shutdown -----------------------------------------------------------------------
 
     async def unload_all(self, timeout: float = STOP_TIMEOUT_S) -> None:
-        tasks = []
-        for entry in self.models.values():
-            for status in entry.versions.values():
-                if status.loaded is not None:
-                    status.state = "UNLOADING"
-                    tasks.append(status.loaded.stop(timeout))
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for entry in self.models.values():
-            for status in entry.versions.values():
-                status.loaded = None
-                status.state = "UNAVAILABLE"
-                status.reason = "unloaded"
+        async def unload(entry: ModelEntry) -> None:
+            try:
+                await asyncio.wait_for(entry.lock.acquire(), timeout)
+            except asyncio.TimeoutError:
+                return  # a load still running: kill_all ends it
+            try:
+                await self._unload_locked(entry, timeout)
+            finally:
+                entry.lock.release()
+
+        await asyncio.gather(
+            *(unload(e) for e in list(self.models.values())), return_exceptions=True
+        )
+        pending = [t for t in self._background if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=timeout)
 
     def kill_all(self) -> None:
         for entry in self.models.values():
             for status in entry.versions.values():
                 if status.loaded is not None:
-                    for instance in status.loaded.instances:
-                        instance.kill()
+                    status.loaded.kill()
+        self._builder.kill_all()
 
+
+def model_dependencies_of(entry: ModelEntry) -> list[str]:
+    return model_dependencies(entry.config) if entry.config is not None else []
+
+
+def _kept_reason(reason: str) -> str:
+    return f"the previous load keeps serving; the new load failed: {reason}"
+
+
+def _forget(tasks: set[asyncio.Task[Any]]) -> Any:
+    def done(task: asyncio.Task[Any]) -> None:
+        tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            if not isinstance(exc, TritiumError):
+                log.error("model operation failed", exc_info=exc)
+
+    return done

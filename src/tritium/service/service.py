@@ -17,6 +17,8 @@ from tritium.core.statistics import BACKEND, CANCELED
 from tritium.service.failures import failure_reason
 from tritium.service.log_settings import LogSettings
 from tritium.service.models import LoadedVersion, ModelManager
+from tritium.service.repository_api import EXTENSIONS as REPOSITORY_EXTENSIONS
+from tritium.service.repository_api import RepositoryControl
 from tritium.service.shared_memory import (
     RequestRegions,
     SharedMemoryRegistry,
@@ -61,20 +63,23 @@ class Service:
         shared_memory: SharedMemoryRegistry | None = None,
         log_settings: LogSettings | None = None,
         trace_startup: dict[str, Any] | None = None,
+        model_control_mode: str = "none",
     ) -> None:
         self.models = models
+        self.repository = RepositoryControl(models, model_control_mode)
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False
         self.stopping = False
         self.allow_client_shm = allow_client_shm
         self.shared_memory = shared_memory if shared_memory is not None else SharedMemoryRegistry()
-        self._extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
         # The logging extension's live settings (see service/log_settings.py).
         self.log_settings = log_settings if log_settings is not None else LogSettings()
         # The trace extension: settings, sampling, and the trace file (see trace_*.py).
         self.trace_settings = TraceSettings(trace_startup, lambda name: name in models.models)
         self.trace_recorder = TraceRecorder(self.trace_settings)
+        extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
+        self._extensions = extensions + list(REPOSITORY_EXTENSIONS)
 
     # -- health and metadata ---------------------------------------------------------------
 
@@ -187,6 +192,19 @@ class Service:
 
     async def infer(self, request: InferRequest) -> InferResponse:
         return await self.submit(request)
+
+    # -- model repository (Triton's model repository extension) -----------------------------
+
+    async def repository_index(self, ready_only: bool = False) -> list[dict[str, Any]]:
+        """``[{"name", "version"?, "state"?, "reason"?}]`` for every model folder."""
+        return await self.repository.index(ready_only)
+
+    async def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None:
+        """Load or reload ``name``; parameters: ``config`` (str), ``file:<path>`` (bytes)."""
+        await self.repository.load(name, parameters)
+
+    async def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        await self.repository.unload(name, unload_dependents)
 
     # -- system shared memory (Triton's shared-memory extension) ----------------------------
 

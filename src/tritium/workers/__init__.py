@@ -1,6 +1,6 @@
 """L3: instance worker processes — spawn, drive, stop."""
 
-from tritium.workers.instance import InstanceSpec, ModelInstance
+from tritium.workers.instance import CrashPolicy, InstanceSpec, ModelInstance
 from tritium.workers.process import WorkerDied, WorkerProcess
 
-__all__ = ["InstanceSpec", "ModelInstance", "WorkerDied", "WorkerProcess"]
+__all__ = ["CrashPolicy", "InstanceSpec", "ModelInstance", "WorkerDied", "WorkerProcess"]

@@ -3,13 +3,17 @@
 The instance is the Runner the schedulers drive: ``submit(batch)`` starts a batch and its
 future gets one response per request. When its process dies, the batch in flight fails with
 a clear error, the instance reports not ready and restarts itself with back-off; schedulers
-park it (``when_ready``) until then and hear of every failed restart.
+park it (``when_ready``) until then and hear of every failed restart. An instance that keeps
+dying (``CrashPolicy``: so many exits or failed restarts within a window) stops restarting
+and tells whoever watches it (``on_gave_up``) why.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
@@ -28,6 +32,14 @@ RESTART_BACKOFF_S = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(frozen=True, slots=True)
+class CrashPolicy:
+    """Give up after ``limit`` exits or failed restarts within ``window_s`` seconds."""
+
+    limit: int = 5
+    window_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
 class InstanceSpec:
     name: str  # Triton's instance name, e.g. "add_sub_0_0"
     kind: str  # "CPU" | "GPU" | "MODEL"
@@ -40,7 +52,11 @@ Starter = Callable[["ModelInstance"], Awaitable[WorkerProcess]]
 
 class ModelInstance:
     def __init__(
-        self, spec: InstanceSpec, starter: Starter, stats: ModelStatistics | None = None
+        self,
+        spec: InstanceSpec,
+        starter: Starter,
+        stats: ModelStatistics | None = None,
+        crash_policy: CrashPolicy = CrashPolicy(),
     ) -> None:
         self.spec = spec
         self.stats = stats if stats is not None else ModelStatistics()
@@ -52,12 +68,17 @@ class ModelInstance:
         self._stopping = False
         self._ready_waiters: list[Callable[[], None]] = []
         self._failure_listeners: list[Callable[[], None]] = []
+        self._gave_up_listeners: list[Callable[[ModelInstance, str], None]] = []
+        self._crash_policy = crash_policy
+        self._crashes: deque[float] = deque()
         self.restarts = 0
         # When the batch that completed last was dispatched (its requests' ``dispatch_ns``)
         # and its worker timing (input, infer, output ns): tracing reads them while that
         # batch's completion callbacks run.
         self.finished_dispatch_ns = 0
         self.finished_timing: list[int] = [0, 0, 0]
+        # Why the instance stopped restarting ("" while it still does).
+        self.gave_up = ""
 
     @property
     def pid(self) -> int | None:
@@ -98,11 +119,45 @@ class ModelInstance:
         """``callback`` runs after every failed restart attempt."""
         self._failure_listeners.append(callback)
 
+    def on_gave_up(self, callback: Callable[[ModelInstance, str], None]) -> None:
+        """``callback(instance, reason)`` once the instance stops restarting."""
+        self._gave_up_listeners.append(callback)
+
+    @property
+    def busy(self) -> bool:
+        """A batch is running in the worker."""
+        return self.process is not None and self.process.busy
+
+    def _crash_limit_reached(self) -> bool:
+        """Count one crash; True when the policy's limit is reached within its window."""
+        now = time.monotonic()
+        crashes = self._crashes
+        crashes.append(now)
+        while crashes and now - crashes[0] > self._crash_policy.window_s:
+            crashes.popleft()
+        return len(crashes) >= self._crash_policy.limit
+
+    def _give_up(self) -> None:
+        policy = self._crash_policy
+        count = len(self._crashes)
+        self.gave_up = (
+            f"instance '{self.name}' failed {count} {'time' if count == 1 else 'times'} "
+            f"within {policy.window_s:g} s and is not restarted again"
+        )
+        log.error("%s", self.gave_up)
+        self._stopping = True
+        for callback in self._gave_up_listeners:
+            callback(self, self.gave_up)
+
     def _on_exit(self, process: WorkerProcess) -> None:
         if self._stopping or process is not self.process:
             return
-        log.error("instance '%s' (pid %s) exited unexpectedly; restarting", self.name, process.pid)
         self._ready.clear()
+        if self._crash_limit_reached():
+            asyncio.ensure_future(process.stop(0.5))
+            self._give_up()
+            return
+        log.error("instance '%s' (pid %s) exited unexpectedly; restarting", self.name, process.pid)
         if self._restart_task is None or self._restart_task.done():
             self._restart_task = asyncio.ensure_future(self._restart(process))
 
@@ -121,6 +176,9 @@ class ModelInstance:
                 attempt += 1
                 for callback in self._failure_listeners:
                     callback()
+                if self._crash_limit_reached():
+                    self._give_up()
+                    return
                 continue
             if self._stopping:
                 await process.stop(1.0)

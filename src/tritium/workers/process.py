@@ -89,6 +89,11 @@ class WorkerProcess:
     def alive(self) -> bool:
         return self._alive
 
+    @property
+    def busy(self) -> bool:
+        """A batch is in flight."""
+        return self._batch is not None
+
     async def spawn(self) -> None:
         loop = asyncio.get_running_loop()
         ctl_parent, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

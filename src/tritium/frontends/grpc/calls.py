@@ -36,6 +36,11 @@ from tritium.frontends.grpc.messages import (
     model_statistics_response,
     server_metadata_response,
 )
+from tritium.frontends.grpc.repository_calls import (
+    repository_index,
+    repository_model_load,
+    repository_model_unload,
+)
 from tritium.service import Service
 
 SERVICE = "inference.GRPCInferenceService"
@@ -175,20 +180,10 @@ def _table() -> dict[str, Method]:
         _method(
             "ModelStreamInfer", pb.ModelInferRequest, model_stream_infer, kind=STREAM, infer=True
         ),
+        _method("RepositoryIndex", pb.RepositoryIndexRequest, repository_index),
+        _method("RepositoryModelLoad", pb.RepositoryModelLoadRequest, repository_model_load),
         _method(
-            "RepositoryIndex",
-            pb.RepositoryIndexRequest,
-            _unsupported("the model repository extension (RepositoryIndex)"),
-        ),
-        _method(
-            "RepositoryModelLoad",
-            pb.RepositoryModelLoadRequest,
-            _unsupported("the model repository extension (RepositoryModelLoad)"),
-        ),
-        _method(
-            "RepositoryModelUnload",
-            pb.RepositoryModelUnloadRequest,
-            _unsupported("the model repository extension (RepositoryModelUnload)"),
+            "RepositoryModelUnload", pb.RepositoryModelUnloadRequest, repository_model_unload
         ),
         _method(
             "SystemSharedMemoryStatus",

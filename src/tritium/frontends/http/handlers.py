@@ -41,6 +41,7 @@ from tritium.frontends.http.messages import (
     json_response,
 )
 from tritium.frontends.http.observability import ObservabilityRoutes
+from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
     ClassificationLabels,
@@ -83,6 +84,7 @@ class KServeRoutes:
         SharedMemoryRoutes(self._service).register(router)
         if hasattr(self._service, "log_settings"):
             ObservabilityRoutes(self._service).register(router)
+        RepositoryRoutes(self._service).register(router)
 
     # ------------------------------------------------------------ server
 

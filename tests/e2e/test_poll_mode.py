@@ -1,0 +1,105 @@
+"""``--model-control-mode=poll``: the server follows the repository (added versions and
+models load, removed ones unload, a broken change leaves the old version serving with the
+reason in the index), and refuses the load/unload API as Triton does."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from tritium.testing import ServerProcess
+from tritium.testing.lifecycle import marked_inputs, write_marked_model
+
+
+def _place(repo: Path, staging: Path, name: str, mark: int, **kwargs: object) -> None:
+    """Write a model (or version) beside the repository, then move it in whole, so a
+    scan never sees half of it."""
+    write_marked_model(staging, name, mark, **kwargs)  # type: ignore[arg-type]
+    source = staging / name
+    target = repo / name
+    if not target.exists():
+        source.rename(target)
+        return
+    for item in source.iterdir():
+        destination = target / item.name
+        if destination.is_dir():
+            shutil.rmtree(destination)
+        item.rename(destination)
+    shutil.rmtree(source)
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if check():
+                return
+        except InferenceServerException:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.1)
+
+
+def _mark(client: httpclient.InferenceServerClient, name: str) -> int:
+    return int(client.infer(name, marked_inputs(httpclient)).as_numpy("MARK")[0])
+
+
+def _entries(client: httpclient.InferenceServerClient, name: str) -> list[dict]:
+    return [m for m in client.get_model_repository_index() if m["name"] == name]
+
+
+def test_poll_mode_follows_the_repository(tmp_path):
+    repo, staging = tmp_path / "repo", tmp_path / "staging"
+    repo.mkdir()
+    staging.mkdir()
+    write_marked_model(repo, "alpha", 1)
+    args = ["--model-control-mode=poll", "--repository-poll-secs=1"]
+    with ServerProcess([repo], args) as server:
+        client = httpclient.InferenceServerClient(server.http_url)
+        assert _mark(client, "alpha") == 1
+
+        # The API is Triton's "not allowed" in poll mode.
+        with pytest.raises(InferenceServerException) as info:
+            client.load_model("alpha")
+        assert "explicit model load / unload is not allowed if polling is enabled" in str(
+            info.value
+        )
+
+        # An added version replaces the old one (default policy: latest 1).
+        _place(repo, staging, "alpha", 2, version=2)
+        _eventually(lambda: _mark(client, "alpha") == 2)
+        _eventually(
+            lambda: (
+                _entries(client, "alpha")
+                == [
+                    {"name": "alpha", "version": "1", "state": "UNAVAILABLE", "reason": "unloaded"},
+                    {"name": "alpha", "version": "2", "state": "READY"},
+                ]
+            )
+        )
+
+        # An added model loads; a removed one unloads.
+        _place(repo, staging, "beta", 7)
+        _eventually(lambda: _mark(client, "beta") == 7)
+        shutil.rmtree(repo / "beta")
+        _eventually(lambda: not client.is_model_ready("beta"))
+        _eventually(lambda: _entries(client, "beta") == [])  # gone from the index too
+
+        # A broken change keeps the old version serving, with the reason in the index.
+        _place(repo, staging, "alpha", 3, version=2, init="raise RuntimeError('broken change')")
+        _eventually(lambda: "broken change" in _entries(client, "alpha")[-1].get("reason", ""))
+        assert _mark(client, "alpha") == 2
+        assert _entries(client, "alpha")[-1]["state"] == "READY"
+        assert client.is_server_ready()
+
+        # Fixed: the next scan loads it.
+        _place(repo, staging, "alpha", 4, version=2)
+        _eventually(lambda: _mark(client, "alpha") == 4)
+        client.close()
