@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,16 +18,39 @@ from typing import Any
 
 from tritium import config as cfg
 from tritium import repository as repo
-from tritium.core.errors import NotFound, TritiumError, Unavailable
+from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, DynamicBatcher
+from tritium.service.classification import Labels, OutputClassifier, read_labels
 from tritium.service.model_io import ModelSignature, signature_from_config
+from tritium.service.output_reshape import OutputReshaper, output_reshaper
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
 
 log = logging.getLogger("tritium.models")
 
 LOAD_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 30.0
+
+_MAX_VERSION = 2**63 - 1  # Triton's versions are int64
+# What C++'s std::stol reads, as Triton parses a requested version: leading white space,
+# a sign, decimal digits; anything after them is ignored ("1x" is version 1).
+_STOL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def version_number(text: str) -> int:
+    """The version a request names (non-empty ``text``), read as Triton reads it."""
+    match = _STOL.match(text)
+    number = int(match.group(1)) if match is not None else None
+    if number is None or not -_MAX_VERSION - 1 <= number <= _MAX_VERSION:
+        raise InvalidArgument(
+            f"failed to get model version from specified version string '{text}' "
+            "(details: stol), version should be an integral value > 0"
+        )
+    if number < 0:
+        raise InvalidArgument(
+            f"invalid model version specified '{text}' , version should be an integral value > 0"
+        )
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +63,8 @@ class LoadOptions:
 
 
 class LoadedVersion:
-    """One ready version: its config, signature, instances and scheduler."""
+    """One ready version: its config, signature, instances and scheduler, and what its
+    responses need before they are sent (output reshapes, classification labels)."""
 
     def __init__(
         self,
@@ -48,6 +73,7 @@ class LoadedVersion:
         config: dict[str, Any],
         instances: list[ModelInstance],
         stats: ModelStatistics,
+        labels: dict[str, Labels] | None = None,
     ) -> None:
         self.name = name
         self.stats = stats
@@ -55,6 +81,12 @@ class LoadedVersion:
         self.version_str = str(version)
         self.config = config
         self.signature: ModelSignature = signature_from_config(config)
+        batched = self.signature.max_batch_size > 0
+        # None for the usual model: its responses then go out exactly as the model made them.
+        self.reshaper: OutputReshaper | None = output_reshaper(
+            batched, self.signature.outputs.values()
+        )
+        self.classifier = OutputClassifier(batched, labels or {})
         self.instances = instances
         self.scheduler = make_scheduler(config, instances)
 
@@ -131,20 +163,17 @@ class ModelManager:
         if entry is None:
             raise NotFound(f"Request for unknown model: '{name}' is not found")
         if version:
-            try:
-                number = int(version)
-            except ValueError:
-                raise NotFound(
-                    f"Request for unknown model: '{name}' version {version} is not found"
-                ) from None
+            number = int(version) if version.isdigit() and version.isascii() else None
+            if number is None or number > _MAX_VERSION:
+                number = version_number(version)
             status = entry.versions.get(number)
             if status is None:
                 raise NotFound(
-                    f"Request for unknown model: '{name}' version {version} is not found"
+                    f"Request for unknown model: '{name}' version {number} is not found"
                 )
             if status.loaded is None:
                 raise Unavailable(
-                    f"Request for unknown model: '{name}' version {version} is not at ready state"
+                    f"Request for unknown model: '{name}' version {number} is not at ready state"
                 )
             return status.loaded
         loaded = entry.default_version()
@@ -158,6 +187,39 @@ class ModelManager:
             for entry in self.models.values()
             for status in entry.versions.values()
         ) and all(entry.state == "READY" for entry in self.models.values())
+
+    def not_ready_reasons(self) -> list[str]:
+        """Why each model that keeps :meth:`all_ready` false is not ready, one line each."""
+        reasons: list[str] = []
+        for name in sorted(self.models):
+            entry = self.models[name]
+            found = len(reasons)
+            for number in sorted(entry.versions):
+                status = entry.versions[number]
+                loaded = status.loaded
+                if loaded is None:
+                    why = status.reason or entry.reason
+                    reasons.append(
+                        f"model '{name}' version {number} is {status.state}"
+                        + (f": {why}" if why else "")
+                    )
+                    continue
+                for instance in loaded.instances:
+                    if not instance.running:
+                        reasons.append(
+                            f"model '{name}' version {number} is not ready: instance "
+                            f"'{instance.name}' is restarting"
+                        )
+                    elif not instance.ready:
+                        reasons.append(
+                            f"model '{name}' version {number} is not ready: instance "
+                            f"'{instance.name}' answered False to is_ready()"
+                        )
+            if len(reasons) == found and entry.state != "READY":
+                reasons.append(
+                    f"model '{name}' is {entry.state}" + (f": {entry.reason}" if entry.reason else "")
+                )
+        return reasons
 
     def table(self) -> list[tuple[str, str, str]]:
         rows = []
@@ -260,17 +322,20 @@ class ModelManager:
                 pb = cfg.config_from_dict(reply["config"])
             pb = cfg.complete_config(pb, name, gpu_count=self.options.gpu_count)
             cfg.validate_config(pb, name, gpu_count=self.options.gpu_count)
+            config = cfg.config_to_json(pb)
+            labels = await asyncio.get_running_loop().run_in_executor(
+                None, read_labels, entry.source.path, config
+            )
         except BaseException:
             await first.stop(1.0)
             raise
-        config = cfg.config_to_json(pb)
         entry.config = config
         spare: list[WorkerProcess] = [first]
 
         async def load_version(number: int) -> None:
             status = entry.versions[number]
             try:
-                status.loaded = await self._start_version(entry, number, config, spare)
+                status.loaded = await self._start_version(entry, number, config, spare, labels)
                 status.state, status.reason = "READY", ""
             except TritiumError as exc:
                 status.state, status.reason = "UNAVAILABLE", exc.message
@@ -299,6 +364,7 @@ class ModelManager:
         version: int,
         config: dict[str, Any],
         spare: list[WorkerProcess],
+        labels: dict[str, Labels],
     ) -> LoadedVersion:
         timeout = self.options.load_timeout_s
 
@@ -328,7 +394,7 @@ class ModelManager:
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{entry.name}': {first}")
-        return LoadedVersion(entry.name, version, config, instances, stats)
+        return LoadedVersion(entry.name, version, config, instances, stats, labels)
 
     # -- shutdown -----------------------------------------------------------------------
 

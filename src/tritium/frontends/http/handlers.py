@@ -27,7 +27,7 @@ from tritium.frontends.http.infer_decode import (
     decode_raw_request,
     parse_header_length,
 )
-from tritium.frontends.http.infer_encode import ClassificationContext, encode_infer_response
+from tritium.frontends.http.infer_encode import encode_infer_response
 from tritium.frontends.http.messages import (
     CONTENT_BINARY,
     CONTENT_JSON,
@@ -42,8 +42,8 @@ from tritium.frontends.http.messages import (
 )
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
-    ClassificationLabels,
     InferenceService,
+    ReadinessReasons,
     SharedMemoryService,
 )
 
@@ -96,10 +96,16 @@ class KServeRoutes:
             return _NOT_READY_EMPTY
 
     def health_ready(self, request: HttpRequest, params: Params) -> HttpResponse:
+        service = self._service
         try:
-            return EMPTY_OK if self._service.ready() else _NOT_READY_EMPTY
+            if service.ready():
+                return EMPTY_OK
+            if isinstance(service, ReadinessReasons):
+                # Triton's status with an empty body; tritium says which model and why.
+                return error_response(400, service.not_ready_reason())
         except TritiumError:
-            return _NOT_READY_EMPTY
+            pass
+        return _NOT_READY_EMPTY
 
     # ------------------------------------------------------------- model
 
@@ -175,8 +181,6 @@ class KServeRoutes:
             done,
             partial(
                 self._encode,
-                model,
-                version,
                 infer_request.id,
                 prefs,
                 request.headers.get("accept-encoding"),
@@ -185,8 +189,6 @@ class KServeRoutes:
 
     def _encode(
         self,
-        model: str,
-        version: str,
         request_id: str,
         prefs: OutputPrefs,
         accept: str | None,
@@ -196,12 +198,7 @@ class KServeRoutes:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            classification = None
-            if prefs.wants_classification:
-                classification = self._classification(model, response.model_version or version)
-            chunks, json_length = encode_infer_response(
-                response, prefs, request_id=request_id, classification=classification
-            )
+            chunks, json_length = encode_infer_response(response, prefs, request_id=request_id)
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
@@ -218,16 +215,6 @@ class KServeRoutes:
                 chunks = [compress(b"".join(chunks), chosen)]
                 headers.append((b"Content-Encoding", chosen.encode()))
         return HttpResponse(200, chunks, content_type, headers or None)
-
-    def _classification(self, model: str, version: str) -> ClassificationContext:
-        config = self._service.model_config(model, version)
-        batched = int(config.get("max_batch_size", 0) or 0) > 0
-        service = self._service
-        if isinstance(service, ClassificationLabels):
-            return ClassificationContext(
-                batched, lambda output: service.output_labels(model, version, output)
-            )
-        return ClassificationContext(batched)
 
 
 # ----------------------------------------------------------- shared memory
