@@ -2,8 +2,10 @@
 service, encode, map errors.
 
 Status codes and bodies follow Triton's HTTP endpoint: health answers 200 or 400 with
-an empty body; an unknown or unready model's ``/ready`` answers 400 "Model version not
-ready"; every other error is ``{"error": "<message>"}`` with the status of its code.
+an empty body (except that a 400 from ``/v2/health/ready`` says why the server is not
+ready, where Triton says nothing); an unknown or unready model's ``/ready`` answers 400
+"Model version not ready"; every other error is ``{"error": "<message>"}`` with the status
+of its code.
 """
 
 from __future__ import annotations
