@@ -1,8 +1,11 @@
-"""Run real Triton and tritium side by side on tests/compat/models and talk raw HTTP to both.
+"""Run real Triton and tritium side by side on tests/compat/models and talk to both: raw
+HTTP, or gRPC through ``tritonclient``.
 
 Real Triton comes from ``$ANCHORS`` (default ``/tmp/anchors``, made by the shared
 ``setup-anchors.sh``). Test modules skip themselves when it is absent; this file only starts
-servers when a test asks for the ``pair`` fixture.
+servers when a test asks for the ``pair`` fixture. Triton is stopped with the shared tools'
+``stop-server.sh`` (which also removes its python-backend shared memory), found as ``bench/``
+finds it: ``$TRITIUM_SHARED_TOOLS``, else ``../shared/tools`` next to the repository.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -25,13 +29,26 @@ from tritonclient.utils import deserialize_bytes_tensor, serialize_byte_tensor
 from tritium.testing import ServerProcess
 
 MODELS = Path(__file__).resolve().parent / "models"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ANCHORS = Path(os.environ.get("ANCHORS", "/tmp/anchors"))
 TRITONSERVER = ANCHORS / "bin" / "tritonserver"
-STOP_SERVER = Path(os.environ.get("ANCHORS_TOOLS", "/work/shared/tools")) / "stop-server.sh"
 
-# Triton cannot be handed a pre-bound socket, so it gets a port from this range; a port that
-# turns out to be taken makes Triton exit at once and the next one is tried.
+
+def shared_tools_dir() -> Path:
+    """``$TRITIUM_SHARED_TOOLS`` (relative to the repository when not absolute), else
+    ``../shared/tools`` next to the repository root: where ``bench/anchors.py`` looks."""
+    env = os.environ.get("TRITIUM_SHARED_TOOLS")
+    path = Path(env) if env else REPO_ROOT.parent / "shared" / "tools"
+    return path if path.is_absolute() else REPO_ROOT / path
+
+
+STOP_SERVER = shared_tools_dir() / "stop-server.sh"
+
+# Triton cannot be handed a pre-bound socket, so it gets ports from these ranges (HTTP, and
+# gRPC at the same offset); a port that turns out to be taken makes Triton exit at once and
+# the next pair is tried.
 TRITON_PORTS = range(19400, 19500)
+GRPC_OFFSET = 100
 TRITON_START_TIMEOUT = 120.0
 
 NUMPY_TYPES = {
@@ -74,14 +91,20 @@ class Reply:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A server answering HTTP on 127.0.0.1:port."""
+    """A server answering HTTP on 127.0.0.1:port (and gRPC on grpc_port, when it has one)."""
 
     name: str
     port: int
+    grpc_port: int | None = None
 
     @property
     def url(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def grpc_url(self) -> str:
+        assert self.grpc_port is not None, f"{self.name} serves no gRPC"
+        return f"127.0.0.1:{self.grpc_port}"
 
     def request(
         self,
@@ -176,10 +199,12 @@ def split_infer_reply(reply: Reply) -> tuple[dict, dict[str, np.ndarray]]:
 
 @dataclass(frozen=True)
 class Pair:
-    """Real Triton and tritium serving the same repository."""
+    """Real Triton and tritium serving the same repository (and where their logs are)."""
 
     triton: Endpoint
     tritium: Endpoint
+    triton_log: Path
+    tritium_process: ServerProcess
 
     def both(
         self,
@@ -224,6 +249,42 @@ def _port_is_free(port: int) -> bool:
     return True
 
 
+def _listening_inodes(port: int) -> set[str]:
+    """Inodes of the sockets listening on TCP ``port`` (any address), from /proc/net."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on ``port``: another server may have
+    taken a port of the range between our check and Triton's bind (the range is shared by
+    every checkout on the machine), and must not be mistaken for ours."""
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not wanted:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _live(port: int) -> bool:
     try:
         return Endpoint("probe", port).request("GET", "/v2/health/live").status == 200
@@ -232,7 +293,7 @@ def _live(port: int) -> bool:
 
 
 class TritonProcess:
-    """Real ``tritonserver`` on MODELS, HTTP only.
+    """Real ``tritonserver`` on MODELS, HTTP and gRPC.
 
     The shared start-triton.sh cannot be used here: it waits for /v2/health/ready, which
     never answers 200 under strict readiness because init_fails does not load. Triton opens
@@ -250,13 +311,17 @@ class TritonProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def launch(self) -> None:
-        port = next(p for p in TRITON_PORTS if _port_is_free(p))
+        # From a random start, so that checkouts starting their Tritons at once rarely race.
+        start = random.randrange(len(TRITON_PORTS))
+        ports = [*TRITON_PORTS[start:], *TRITON_PORTS[:start]]
+        port = next(p for p in ports if _port_is_free(p) and _port_is_free(p + GRPC_OFFSET))
         args = [
             str(TRITONSERVER),
             f"--model-repository={MODELS}",
             "--http-address=127.0.0.1",
             f"--http-port={port}",
-            "--allow-grpc=false",
+            "--grpc-address=127.0.0.1",
+            f"--grpc-port={port + GRPC_OFFSET}",
             "--allow-metrics=false",
             "--exit-on-error=false",
             "--exit-timeout-secs=10",
@@ -279,9 +344,12 @@ class TritonProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            # Live on our port, and our Triton says it bound it: another Triton (a parallel
-            # run) may have taken the port between the check and our start-up.
-            if _live(self.port) and self._bound():
+            pid = self.proc.pid
+            if (
+                _listens_on(pid, self.port)
+                and _listens_on(pid, self.port + GRPC_OFFSET)
+                and _live(self.port)
+            ):
                 return True
             time.sleep(0.2)
         raise RuntimeError(f"Triton not live after {TRITON_START_TIMEOUT}s:\n{self.log_tail()}")
@@ -311,7 +379,7 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     if not TRITONSERVER.exists():
         pytest.skip(f"real Triton not installed at {TRITONSERVER}")
     triton = TritonProcess(tmp_path_factory.mktemp("triton"))
-    tritium = ServerProcess([MODELS], ["--exit-on-error=false"])
+    tritium = ServerProcess([MODELS], ["--exit-on-error=false"], grpc=True)
     try:
         triton.launch()
         tritium.start()  # loads while Triton loads
@@ -322,7 +390,12 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
         else:
             raise RuntimeError(f"Triton did not start:\n{triton.log_tail()}")
         assert tritium.port is not None and triton.port is not None
-        yield Pair(Endpoint("triton", triton.port), Endpoint("tritium", tritium.port))
+        yield Pair(
+            Endpoint("triton", triton.port, triton.port + GRPC_OFFSET),
+            Endpoint("tritium", tritium.port, tritium.grpc_port),
+            triton.log_path,
+            tritium,
+        )
     finally:
         triton.stop()
         tritium.stop()

@@ -38,6 +38,10 @@ NOT_LOADED = [
     ("nope", "1"),
 ]
 INIT_FAILS = [("init_fails", None), ("init_fails", "1")]
+# tritium's reason for init_fails (Triton's adds the Python stack: "... At: <file>(8): ...").
+_INIT_FAILS_REASON = (
+    "Failed to initialize model instance 'init_fails_0': TritonModelException: weights are missing"
+)
 
 def _model_path(model: str, version: str | None) -> str:
     return f"/v2/models/{model}" + (f"/versions/{version}" if version else "")
@@ -47,12 +51,32 @@ def _ids(cases: list[tuple[str, str | None]]) -> list[str]:
     return [f"{m}@{v}" if v else m for m, v in cases]
 
 
-@pytest.mark.parametrize("path", ["/v2/health/live", "/v2/health/ready"])
-def test_health(pair, path):
-    # With init_fails in the repository, strict readiness makes both servers answer 400 on ready.
-    theirs, ours = pair.both("GET", path)
+def test_health_live(pair):
+    theirs, ours = pair.both("GET", "/v2/health/live")
     assert (ours.status, ours.body) == (theirs.status, theirs.body)
     assert ours.content_type == theirs.content_type
+
+
+def test_health_ready_says_which_model_and_why(pair):
+    # With init_fails in the repository, strict readiness makes both servers answer 400.
+    # Triton's body is empty; tritium's names the model and its reason (a deliberate extra).
+    theirs, ours = pair.both("GET", "/v2/health/ready")
+    assert ours.status == theirs.status == 400
+    assert (theirs.body, theirs.content_type) == (b"", "text/plain")
+    assert ours.content_type == "application/json"
+    assert ours.error == (
+        "the server is not ready because not every model is ready (--strict-readiness=true): "
+        "model 'init_fails' version 1 is UNAVAILABLE: " + _INIT_FAILS_REASON
+    )
+
+
+def test_start_up_log_says_which_model_keeps_the_server_not_ready(pair):
+    # Triton logs only "failed to load all models".
+    assert '"Internal: failed to load all models"' in pair.triton_log.read_text()
+    assert pair.tritium_process.wait_for_log(
+        r"the server will not be ready \(--strict-readiness=true\) until every model is: "
+        r"model 'init_fails' version 1 is UNAVAILABLE: .*weights are missing"
+    ), pair.tritium_process.log[-3000:]
 
 
 def test_server_metadata(pair):

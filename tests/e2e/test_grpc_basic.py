@@ -196,8 +196,16 @@ def test_decode_rejects_raw_count_mismatch_and_reserved_keys():
     message.inputs.add(name="A", datatype="FP32", shape=[1])
     message.inputs.add(name="B", datatype="FP32", shape=[1])
     message.raw_input_contents.append(b"\0" * 4)
-    with pytest.raises(InvalidArgument, match="raw input contents"):
+    with pytest.raises(InvalidArgument) as info:
         decode_infer_request(message)
+    # Triton's text: inputs are checked in turn, and B is the first without data.
+    assert info.value.message == "unable to find data for input tensor 'B' for model 'm' in request."
+    message.raw_input_contents.extend([b"\0" * 4] * 2)
+    with pytest.raises(InvalidArgument) as info:
+        decode_infer_request(message)
+    assert info.value.message == (
+        "expected 2 raw input contents (one per input not in shared memory) for model 'm', got 3"
+    )
     message = service_pb2.ModelInferRequest(model_name="m")
     message.parameters["triton_x"].bool_param = True
     with pytest.raises(InvalidArgument, match="reserved"):

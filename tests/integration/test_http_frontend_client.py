@@ -85,9 +85,6 @@ class IdentityService:
     def model_config(self, name: str, version: str) -> dict:
         return {"name": name, **self._model(name, version)}
 
-    def output_labels(self, name: str, version: str, output: str):
-        return ["zero", "one", "two"] if output == "OUTPUT0" else None
-
     def submit(self, request: InferRequest) -> asyncio.Future:
         return asyncio.ensure_future(self.infer(request))
 
@@ -308,14 +305,6 @@ def test_error_response_maps_its_code(client):
         _infer(client, "FP32", np.ones(2, np.float32), True, True, model="broken")
     assert info.value.status() == "503"
     assert info.value.message() == "model 'broken' is not ready"
-
-
-def test_classification_with_labels(client):
-    inp = httpclient.InferInput("INPUT0", [3], "FP32")
-    inp.set_data_from_numpy(np.array([0.2, 0.7, 0.1], np.float32))
-    outputs = [httpclient.InferRequestedOutput("OUTPUT0", class_count=2)]
-    result = client.infer("identity", [inp], outputs=outputs)
-    assert list(result.as_numpy("OUTPUT0")) == [b"0.700000:1:one", b"0.200000:0:zero"]
 
 
 @pytest.mark.parametrize("algorithm", ["gzip", "deflate"])

@@ -1,4 +1,4 @@
-"""Byte-level tests of the infer response encoder and the classification extension.
+"""Byte-level tests of the infer response encoder.
 
 Expected bodies are the ones Triton 2.51's HTTP endpoint writes for the same outputs.
 """
@@ -13,9 +13,8 @@ import pytest
 
 from tritium.core.errors import InternalError, InvalidArgument, Unsupported
 from tritium.core.types import InferResponse, OutputTensor
-from tritium.frontends.http.classification import top_k
 from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
-from tritium.frontends.http.infer_encode import ClassificationContext, encode_infer_response
+from tritium.frontends.http.infer_encode import encode_infer_response
 
 
 def response(*outputs: OutputTensor, **kw) -> InferResponse:
@@ -179,46 +178,3 @@ def test_shape_that_does_not_match_the_data_is_internal():
     with pytest.raises(InternalError) as info:
         encode_infer_response(resp, OutputPrefs())
     assert info.value.message == "output tensor shape does not match size of output for 'A'"
-
-
-# ------------------------------------------------------------ classification
-
-
-def test_classification_json_matches_triton():
-    resp = response(out("O", "FP32", np.array([1, 2, 3], np.float32)))
-    prefs = OutputPrefs(by_name={"O": OutputPref(class_count=2)})
-    chunks, _ = encode_infer_response(resp, prefs)
-    assert body(chunks).endswith(
-        b'{"name":"O","datatype":"BYTES","shape":[2],"data":["3.000000:2","2.000000:1"]}]}'
-    )
-
-
-def test_classification_binary_with_labels_and_batch():
-    resp = response(out("O", "INT32", np.array([[1, 3, 2], [6, 5, 4]], np.int32)))
-    prefs = OutputPrefs(by_name={"O": OutputPref(binary=True, class_count=2)})
-    ctx = ClassificationContext(batched=True, labels=lambda name: ["a", "b"])
-    chunks, n = encode_infer_response(resp, prefs, classification=ctx)
-    raw = body(chunks)
-    assert b'"datatype":"BYTES","shape":[2,2],"parameters":{"binary_data_size":' in raw[:n]
-    strings = []
-    rest = raw[n:]
-    while rest:
-        (length,) = struct.unpack_from("<I", rest)
-        strings.append(rest[4 : 4 + length].decode())
-        rest = rest[4 + length :]
-    assert strings == ["3:1:b", "2:2", "6:0:a", "5:1:b"]
-
-
-def test_top_k_caps_k_and_keeps_index_order_for_ties():
-    shape, strings = top_k("FP32", np.array([1, 3, 3, -1e-7], np.float32), 9, batched=False)
-    assert shape == [4]
-    assert strings == ["3.000000:1", "3.000000:2", "1.000000:0", "-0.000000:3"]
-
-
-@pytest.mark.parametrize("datatype", ["BOOL", "BYTES", "FP16", "BF16"])
-def test_top_k_refuses_what_triton_refuses(datatype):
-    with pytest.raises(InvalidArgument) as info:
-        top_k(datatype, np.zeros(2, np.uint8), 1, batched=False)
-    assert info.value.message == (
-        f"class result not available for output due to unsupported type '{datatype}'"
-    )

@@ -75,6 +75,10 @@ class InferRequest:
     # (parameter ``shared_memory_region``); the service then resolves the regions. Requests
     # without it pay nothing for the shared-memory extension.
     shared_memory: bool = False
+    # Set by a frontend when a requested output asks for classification (Triton's
+    # classification extension): output name -> number of classes. The service then
+    # replaces those outputs by their top classes; other requests pay nothing for it.
+    classification: dict[str, int] | None = None
 
 
 @dataclass(slots=True)

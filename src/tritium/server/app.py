@@ -95,6 +95,12 @@ class Server:
         if failed and self.settings.exit_on_error:
             log.error("failed to load all models")
             return False
+        if failed and self.settings.strict_readiness:
+            log.error(
+                "the server will not be ready (--strict-readiness=true) until every model is: "
+                "%s",
+                "; ".join(self.models.not_ready_reasons()),
+            )
         try:
             await self._start_frontends()
         except OSError as exc:

@@ -24,7 +24,9 @@ from tritium.scheduling import (
     SequenceBatcher,
     SequenceConfig,
 )
+from tritium.service.classification import Labels, OutputClassifier
 from tritium.service.model_io import ModelSignature, signature_from_config
+from tritium.service.output_reshape import OutputReshaper, output_reshaper
 from tritium.workers import InstanceSpec, ModelInstance
 
 log = logging.getLogger("tritium.models")
@@ -33,7 +35,8 @@ _DRAIN_POLL_S = 0.005
 
 
 class LoadedVersion:
-    """One ready version: its config, signature, instances and scheduler."""
+    """One ready version: its config, signature, instances and scheduler, and what its
+    responses need before they are sent (output reshapes, classification labels)."""
 
     def __init__(
         self,
@@ -44,6 +47,7 @@ class LoadedVersion:
         stats: ModelStatistics,
         folder: PrivateFolder | None = None,
         initial_states: dict[str, Any] | None = None,
+        labels: dict[str, Labels] | None = None,
     ) -> None:
         self.name = name
         self.stats = stats
@@ -51,6 +55,12 @@ class LoadedVersion:
         self.version_str = str(version)
         self.config = config
         self.signature: ModelSignature = signature_from_config(config)
+        batched = self.signature.max_batch_size > 0
+        # None for the usual model: its responses then go out exactly as the model made them.
+        self.reshaper: OutputReshaper | None = output_reshaper(
+            batched, self.signature.outputs.values()
+        )
+        self.classifier = OutputClassifier(batched, labels or {})
         self.instances = instances
         self.scheduler = make_scheduler(config, instances, initial_states)
         self._folder = folder

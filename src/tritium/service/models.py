@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Collection, Coroutine
 from functools import partial
 from pathlib import Path
@@ -42,6 +43,27 @@ log = logging.getLogger("tritium.models")
 
 STOP_TIMEOUT_S = 30.0
 
+_MAX_VERSION = 2**63 - 1  # Triton's versions are int64
+# What C++'s std::stol reads, as Triton parses a requested version: leading white space,
+# a sign, decimal digits; anything after them is ignored ("1x" is version 1).
+_STOL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+def version_number(text: str) -> int:
+    """The version a request names (non-empty ``text``), read as Triton reads it."""
+    match = _STOL.match(text)
+    number = int(match.group(1)) if match is not None else None
+    if number is None or not -_MAX_VERSION - 1 <= number <= _MAX_VERSION:
+        raise InvalidArgument(
+            f"failed to get model version from specified version string '{text}' "
+            "(details: stol), version should be an integral value > 0"
+        )
+    if number < 0:
+        raise InvalidArgument(
+            f"invalid model version specified '{text}' , version should be an integral value > 0"
+        )
+    return number
+
 __all__ = [
     "LoadOptions",
     "LoadedVersion",
@@ -69,20 +91,17 @@ class ModelManager:
         if entry is None:
             raise NotFound(f"Request for unknown model: '{name}' is not found")
         if version:
-            try:
-                number = int(version)
-            except ValueError:
-                raise NotFound(
-                    f"Request for unknown model: '{name}' version {version} is not found"
-                ) from None
+            number = int(version) if version.isdigit() and version.isascii() else None
+            if number is None or number > _MAX_VERSION:
+                number = version_number(version)
             status = entry.versions.get(number)
             if status is None:
                 raise NotFound(
-                    f"Request for unknown model: '{name}' version {version} is not found"
+                    f"Request for unknown model: '{name}' version {number} is not found"
                 )
             if status.loaded is None:
                 raise Unavailable(
-                    f"Request for unknown model: '{name}' version {version} is not at ready state"
+                    f"Request for unknown model: '{name}' version {number} is not at ready state"
                 )
             return status.loaded
         loaded = entry.default_version()
@@ -103,6 +122,43 @@ class ModelManager:
                 if status.loaded is None or not status.loaded.ready:
                     return False
         return True
+
+    def not_ready_reasons(self) -> list[str]:
+        """Why each model that keeps :meth:`all_ready` false is not ready, one line each."""
+        reasons: list[str] = []
+        for name in sorted(self.models):
+            entry = self.models[name]
+            if not entry.wanted:
+                continue
+            found = len(reasons)
+            for number in sorted(entry.versions):
+                status = entry.versions[number]
+                if status.state == UNAVAILABLE and status.reason == UNLOADED:
+                    continue
+                loaded = status.loaded
+                if loaded is None:
+                    why = status.reason or entry.reason
+                    reasons.append(
+                        f"model '{name}' version {number} is {status.state}"
+                        + (f": {why}" if why else "")
+                    )
+                    continue
+                for instance in loaded.instances:
+                    if not instance.running:
+                        reasons.append(
+                            f"model '{name}' version {number} is not ready: instance "
+                            f"'{instance.name}' is restarting"
+                        )
+                    elif not instance.ready:
+                        reasons.append(
+                            f"model '{name}' version {number} is not ready: instance "
+                            f"'{instance.name}' answered False to is_ready()"
+                        )
+            if len(reasons) == found and (entry.state != READY or not entry.versions):
+                reasons.append(
+                    f"model '{name}' is {entry.state}" + (f": {entry.reason}" if entry.reason else "")
+                )
+        return reasons
 
     def table(self) -> list[tuple[str, str, str]]:
         """Rows of the start-up model table: (model, version, status)."""

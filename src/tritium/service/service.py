@@ -14,9 +14,11 @@ from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
 from tritium.core.statistics import BACKEND, CANCELED
+from tritium.service.classification import OutputClassifier
 from tritium.service.failures import failure_reason
 from tritium.service.log_settings import LogSettings
 from tritium.service.models import LoadedVersion, ModelManager
+from tritium.service.output_reshape import OutputReshaper
 from tritium.service.repository_api import EXTENSIONS as REPOSITORY_EXTENSIONS
 from tritium.service.repository_api import RepositoryControl
 from tritium.service.shared_memory import (
@@ -91,6 +93,21 @@ class Service:
             return False
         return self.models.all_ready() if self.strict_readiness else True
 
+    def not_ready_reason(self) -> str:
+        """Why :meth:`ready` is false, for an operator: the models that keep the server
+        not ready under strict readiness, and why each one is not."""
+        if self.stopping:
+            return "the server is shutting down"
+        if not self.started:
+            return "the server is starting: models are still loading"
+        reasons = self.models.not_ready_reasons() if self.strict_readiness else []
+        if not reasons:
+            return "the server is not ready"
+        return (
+            "the server is not ready because not every model is ready (--strict-readiness="
+            "true): " + "; ".join(reasons)
+        )
+
     def server_metadata(self) -> dict[str, Any]:
         return {"name": self.server_id, "version": __version__, "extensions": self._extensions}
 
@@ -138,6 +155,8 @@ class Service:
         if version:
             try:
                 loaded = self.models.get(name, version)
+            except InvalidArgument:
+                raise  # a version string that is no version: Triton's own text
             except TritiumError:
                 raise InvalidArgument(
                     f"requested model version is not available for model '{name}'"
@@ -173,6 +192,14 @@ class Service:
             if used is not None:
                 used.lease.release()
             raise
+        # Before any other callback, so statistics, shared memory and the frontend see the
+        # outputs as the client gets them.
+        if loaded.reshaper is not None:
+            done.add_done_callback(partial(_reshape_outputs, loaded.reshaper))
+        if request.classification is not None:
+            done.add_done_callback(
+                partial(_classify_outputs, loaded.classifier, request.classification)
+            )
         if used is not None:
             # Registered before the frontend's callback, so outputs are in place (or the
             # response carries the error) when the frontend encodes.
@@ -242,6 +269,20 @@ class Service:
     def close(self) -> None:
         """Release server-wide resources (shared-memory mappings) at shutdown."""
         self.shared_memory.close()
+
+
+def _reshape_outputs(reshaper: OutputReshaper, done: Completion) -> None:
+    if not done.cancelled() and done.exception() is None:
+        response = done.result()
+        if response.error is None:
+            reshaper.apply(response)
+
+
+def _classify_outputs(classifier: OutputClassifier, wanted: dict[str, int], done: Completion) -> None:
+    if not done.cancelled() and done.exception() is None:
+        response = done.result()
+        if response.error is None:
+            classifier.apply(response, wanted)
 
 
 def _finish_shm(used: RequestRegions, done: Completion) -> None:

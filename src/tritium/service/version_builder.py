@@ -23,6 +23,7 @@ from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import load_initial_states
+from tritium.service.classification import Labels, read_labels
 from tritium.service.generation import LoadedVersion, instance_specs
 from tritium.service.warmup import warm_up
 from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
@@ -121,16 +122,21 @@ class VersionBuilder:
                 pb = cfg.config_from_dict(reply["config"])
             pb = cfg.complete_config(pb, name, gpu_count=self.options.gpu_count)
             cfg.validate_config(pb, name, gpu_count=self.options.gpu_count)
+            config = cfg.config_to_json(pb)
+            labels = await asyncio.get_running_loop().run_in_executor(
+                None, read_labels, model_dir, config
+            )
         except BaseException:
             await self._discard(first)
             raise
-        config = cfg.config_to_json(pb)
         built = Built(config)
         spare: list[WorkerProcess] = [first]
 
         async def load_version(number: int) -> None:
             try:
-                loaded = await self._start_version(name, model_dir, number, config, spare, folder)
+                loaded = await self._start_version(
+                    name, model_dir, number, config, spare, folder, labels
+                )
             except TritiumError as exc:
                 built.failed[number] = exc.message
                 return
@@ -177,6 +183,7 @@ class VersionBuilder:
         config: dict[str, Any],
         spare: list[WorkerProcess],
         folder: PrivateFolder | None,
+        labels: dict[str, Labels],
     ) -> LoadedVersion:
         timeout = self.options.load_timeout_s
         label = f"{name}:{version}"
@@ -221,7 +228,9 @@ class VersionBuilder:
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{name}': {first}")
-        return LoadedVersion(name, version, config, instances, stats, folder, initial_states)
+        return LoadedVersion(
+            name, version, config, instances, stats, folder, initial_states, labels
+        )
 
     def kill_all(self) -> None:
         """Last resort at exit: workers of loads still in progress."""

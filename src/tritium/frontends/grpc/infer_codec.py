@@ -218,18 +218,10 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
     request = InferRequest(model, message.model_version, message.id)
     if message.parameters:
         _apply_parameters(message.parameters, request)
-    raw = message.raw_input_contents
     # Inputs in shared memory have no raw content: the others take raw_input_contents in
-    # order (tritonclient sends them so).
-    if len(raw) and len(raw) != len(message.inputs):
-        expected_raw = sum(
-            1 for t in message.inputs if "shared_memory_region" not in t.parameters
-        )
-        if len(raw) != expected_raw:
-            raise InvalidArgument(
-                f"expected {expected_raw} raw input contents (one per input not in shared "
-                f"memory) for model '{model}', got {len(raw)}"
-            )
+    # order (tritonclient sends them so). Each input is checked in turn, as Triton does, so
+    # the first input in error is the one named.
+    raw = message.raw_input_contents
     inputs: list[InputTensor] = []
     seen: set[str] = set()
     index = 0
@@ -253,12 +245,13 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
             request.shared_memory = True
             inputs.append(InputTensor(name, datatype, shape, _EMPTY, params))
             continue
-        if len(raw):
-            if has_contents:
-                raise InvalidArgument(
-                    f"contents field must not be specified when using raw_input_contents "
-                    f"for '{name}' for model '{model}'"
-                )
+        if len(raw) and tensor.HasField("contents"):
+            # Set at all, even empty, as Triton checks it.
+            raise InvalidArgument(
+                f"contents field must not be specified when using raw_input_contents "
+                f"for '{name}' for model '{model}'"
+            )
+        if index < len(raw):
             # The same checks and texts as HTTP's binary data: one decoder for both.
             try:
                 data = datatypes.tensor_from_bytes(
@@ -279,20 +272,45 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
                 f"unable to find data for input tensor '{name}' for model '{model}' in request."
             )
         inputs.append(InputTensor(name, datatype, shape, data, params))
+    if index < len(raw):
+        # Triton ignores the extra contents; they are a client's mistake, so say so.
+        raise InvalidArgument(
+            f"expected {index} raw input contents (one per input not in shared memory) for "
+            f"model '{model}', got {len(raw)}"
+        )
     request.inputs = inputs
     if message.outputs:
-        outputs: list[RequestedOutput] = []
-        for out in message.outputs:
-            params = parameters_to_dict(out.parameters) if out.parameters else {}
-            if "shared_memory_region" in params:
-                request.shared_memory = True
-            if params.get("classification"):
-                raise Unsupported(
-                    f"output '{out.name}': classification is not supported by the gRPC endpoint"
-                )
-            outputs.append(RequestedOutput(out.name, params))
-        request.outputs = outputs
+        request.outputs = [_requested_output(out, request) for out in message.outputs]
     return request
+
+
+def _requested_output(
+    out: service_pb2.ModelInferRequest.InferRequestedOutputTensor, request: InferRequest
+) -> RequestedOutput:
+    """One requested output; marks the request for shared memory and classification."""
+    if not out.parameters:
+        return RequestedOutput(out.name, {})
+    params = parameters_to_dict(out.parameters)
+    shm = "shared_memory_region" in params
+    if shm:
+        request.shared_memory = True
+    if "classification" in params:
+        # Triton's checks and texts (tritonclient sends ``class_count`` as int64_param).
+        if out.parameters["classification"].WhichOneof("parameter_choice") != "int64_param":
+            raise InvalidArgument(
+                "invalid value type for 'classification' parameter, expected int64_param"
+            )
+        classes = params["classification"]
+        if classes <= 0:
+            raise InvalidArgument("invalid value for 'classification' parameter, expected >= 0")
+        if shm:
+            raise InvalidArgument(
+                "output can't set both 'shared_memory_region' and 'classification'"
+            )
+        if request.classification is None:
+            request.classification = {}
+        request.classification.setdefault(out.name, classes)
+    return RequestedOutput(out.name, params)
 
 
 # ------------------------------------------------------------------- response

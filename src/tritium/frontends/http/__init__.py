@@ -12,18 +12,16 @@ from tritium.frontends.http.infer_decode import (
     decode_raw_request,
     parse_header_length,
 )
-from tritium.frontends.http.infer_encode import ClassificationContext, encode_infer_response
+from tritium.frontends.http.infer_encode import encode_infer_response
 from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_response, json_response
 from tritium.frontends.http.router import Match, Router
 from tritium.frontends.http.server import DEFAULT_MAX_INPUT_SIZE, HttpServer, start_http_server
-from tritium.frontends.http.service_api import ClassificationLabels, InferenceService
+from tritium.frontends.http.service_api import InferenceService
 from tritium.frontends.http.status import HTTP_STATUS, status_for
 
 __all__ = [
     "DEFAULT_MAX_INPUT_SIZE",
     "HTTP_STATUS",
-    "ClassificationContext",
-    "ClassificationLabels",
     "HttpRequest",
     "HttpResponse",
     "HttpServer",

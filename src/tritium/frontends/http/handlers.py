@@ -2,8 +2,10 @@
 service, encode, map errors.
 
 Status codes and bodies follow Triton's HTTP endpoint: health answers 200 or 400 with
-an empty body; an unknown or unready model's ``/ready`` answers 400 "Model version not
-ready"; every other error is ``{"error": "<message>"}`` with the status of its code.
+an empty body (except that a 400 from ``/v2/health/ready`` says why the server is not
+ready, where Triton says nothing); an unknown or unready model's ``/ready`` answers 400
+"Model version not ready"; every other error is ``{"error": "<message>"}`` with the status
+of its code.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from tritium.frontends.http.infer_decode import (
     decode_raw_request,
     parse_header_length,
 )
-from tritium.frontends.http.infer_encode import ClassificationContext, encode_infer_response
+from tritium.frontends.http.infer_encode import encode_infer_response
 from tritium.frontends.http.messages import (
     CONTENT_BINARY,
     CONTENT_JSON,
@@ -44,8 +46,8 @@ from tritium.frontends.http.observability import ObservabilityRoutes
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
-    ClassificationLabels,
     InferenceService,
+    ReadinessReasons,
     SharedMemoryService,
 )
 
@@ -101,10 +103,16 @@ class KServeRoutes:
             return _NOT_READY_EMPTY
 
     def health_ready(self, request: HttpRequest, params: Params) -> HttpResponse:
+        service = self._service
         try:
-            return EMPTY_OK if self._service.ready() else _NOT_READY_EMPTY
+            if service.ready():
+                return EMPTY_OK
+            if isinstance(service, ReadinessReasons):
+                # Triton's status with an empty body; tritium says which model and why.
+                return error_response(400, service.not_ready_reason())
         except TritiumError:
-            return _NOT_READY_EMPTY
+            pass
+        return _NOT_READY_EMPTY
 
     # ------------------------------------------------------------- model
 
@@ -180,8 +188,6 @@ class KServeRoutes:
             done,
             partial(
                 self._encode,
-                model,
-                version,
                 infer_request.id,
                 prefs,
                 request.headers.get("accept-encoding"),
@@ -190,8 +196,6 @@ class KServeRoutes:
 
     def _encode(
         self,
-        model: str,
-        version: str,
         request_id: str,
         prefs: OutputPrefs,
         accept: str | None,
@@ -201,12 +205,7 @@ class KServeRoutes:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            classification = None
-            if prefs.wants_classification:
-                classification = self._classification(model, response.model_version or version)
-            chunks, json_length = encode_infer_response(
-                response, prefs, request_id=request_id, classification=classification
-            )
+            chunks, json_length = encode_infer_response(response, prefs, request_id=request_id)
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
@@ -223,16 +222,6 @@ class KServeRoutes:
                 chunks = [compress(b"".join(chunks), chosen)]
                 headers.append((b"Content-Encoding", chosen.encode()))
         return HttpResponse(200, chunks, content_type, headers or None)
-
-    def _classification(self, model: str, version: str) -> ClassificationContext:
-        config = self._service.model_config(model, version)
-        batched = int(config.get("max_batch_size", 0) or 0) > 0
-        service = self._service
-        if isinstance(service, ClassificationLabels):
-            return ClassificationContext(
-                batched, lambda output: service.output_labels(model, version, output)
-            )
-        return ClassificationContext(batched)
 
 
 # ----------------------------------------------------------- shared memory

@@ -234,6 +234,9 @@ def _apply_outputs(outputs: object, request: InferRequest, prefs: OutputPrefs) -
             prefs.by_name[name] = OutputPref(binary, classes, shm)
             if classes:
                 prefs.wants_classification = True
+                if request.classification is None:
+                    request.classification = {}
+                request.classification[name] = classes
         requested.append(RequestedOutput(name, dict(params)))
     request.outputs = requested
 

@@ -10,9 +10,6 @@ Binary outputs follow the header in output order; the caller then sends
 from __future__ import annotations
 
 import secrets
-import struct
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import orjson
@@ -20,23 +17,12 @@ import orjson
 from tritium.core import datatypes
 from tritium.core.errors import InternalError, Unsupported
 from tritium.core.types import InferResponse
-from tritium.frontends.http.classification import top_k
 from tritium.frontends.http.infer_decode import BINARY_PREF, JSON_PREF, OutputPrefs
 from tritium.frontends.http.json_tensors import encode_json_data, nonfinite_json
 
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
-_U32 = struct.Struct("<I").pack
 # Marks where prepared JSON text goes; random so output strings cannot forge it.
 _MARK = secrets.token_hex(8)
-
-
-@dataclass(frozen=True, slots=True)
-class ClassificationContext:
-    """What classification needs to know about the model: whether its first dimension
-    is the batch (``max_batch_size > 0``) and the labels of an output, if any."""
-
-    batched: bool = False
-    labels: Callable[[str], Sequence[str] | None] | None = None
 
 
 def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
@@ -49,15 +35,6 @@ def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
     if flat.size == 0:
         return b""
     return memoryview(flat).cast("B")
-
-
-def _strings_bytes(strings: list[str]) -> bytes:
-    parts: list[bytes] = []
-    for s in strings:
-        b = s.encode("utf-8")
-        parts.append(_U32(len(b)))
-        parts.append(b)
-    return b"".join(parts)
 
 
 def _parameters(params: dict) -> dict:
@@ -75,16 +52,11 @@ def encode_infer_response(
     prefs: OutputPrefs,
     *,
     request_id: str = "",
-    classification: ClassificationContext | None = None,
 ) -> tuple[list[bytes | memoryview], int | None]:
     """Return the body chunks and the JSON header length (None without binary data)."""
     rid = response.id or request_id
     by_name = prefs.by_name
-    if (
-        (prefs.default_binary or by_name)
-        and not response.parameters
-        and not prefs.wants_classification
-    ):
+    if (prefs.default_binary or by_name) and not response.parameters:
         fast = _encode_all_binary(response, prefs, rid)
         if fast is not None:
             return fast
@@ -111,23 +83,15 @@ def encode_infer_response(
             raise InternalError(
                 f"output tensor shape does not match size of output for '{out.name}'"
             )
-        strings: list[str] | None = None
-        if pref.class_count:
-            ctx = classification or ClassificationContext()
-            labels = ctx.labels(out.name) if ctx.labels is not None else None
-            shape, strings = top_k(datatype, array, pref.class_count, ctx.batched, labels)
-            datatype = "BYTES"
         entry: dict = {"name": out.name, "datatype": datatype, "shape": shape}
         if pref.shared_memory or out.shared_memory:
             pass  # the data went to the client's region; Triton sends no parameters either
         elif pref.binary:
-            raw = _strings_bytes(strings) if strings is not None else _raw_bytes(datatype, array)
+            raw = _raw_bytes(datatype, array)
             size = len(raw)
             entry["parameters"] = {"binary_data_size": size}
             if size:
                 binaries.append(raw)
-        elif strings is not None:
-            entry["data"] = strings
         else:
             entry["data"] = encode_json_data(out.name, datatype, array)
             if datatype == "FP32" or datatype == "FP64":
@@ -158,7 +122,7 @@ def _encode_all_binary(
     for out in response.outputs:
         pref = prefs.get(out.name)
         datatype = out.datatype
-        if not pref.binary or pref.shared_memory or pref.class_count or datatype == "BYTES":
+        if not pref.binary or pref.shared_memory or datatype == "BYTES":
             return None
         array = out.data
         count = 1

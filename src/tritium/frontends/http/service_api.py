@@ -7,7 +7,6 @@ subclasses, mapped to HTTP status codes by :mod:`tritium.frontends.http.status`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from tritium.core.completion import Completion
@@ -47,14 +46,11 @@ class InferenceService(Protocol):
 
 
 @runtime_checkable
-class ClassificationLabels(Protocol):
-    """Optional extra a service may implement to label classification results.
+class ReadinessReasons(Protocol):
+    """Optional extra: why the server is not ready, said in ``/v2/health/ready``'s body
+    (Triton answers the same 400 with an empty body)."""
 
-    When present, ``output_labels`` returns the labels of an output (index -> label,
-    from the output's ``label_filename``), or None when the output has none.
-    """
-
-    def output_labels(self, name: str, version: str, output: str) -> Sequence[str] | None: ...
+    def not_ready_reason(self) -> str: ...
 
 
 @runtime_checkable
