@@ -75,6 +75,12 @@ class InferRequest:
     # (parameter ``shared_memory_region``); the service then resolves the regions. Requests
     # without it pay nothing for the shared-memory extension.
     shared_memory: bool = False
+    # Set by the service for a model with the decoupled transaction policy: gets each
+    # response as the model sends it, ``on_response(response | None, final)``.
+    responses: Any = None
+    # ``triton_enable_empty_final_response``: a stream marks the end of a decoupled
+    # request's responses with an empty response even when the model sent none with it.
+    empty_final: bool = False
 
 
 @dataclass(slots=True)
@@ -102,6 +108,7 @@ class RequestSettings:
     parameters: Parameters
     outputs: tuple[tuple[str, Parameters], ...] | None
     shared_memory: bool
+    empty_final: bool = False
 
     @classmethod
     def of(cls, request: InferRequest) -> RequestSettings:
@@ -118,6 +125,7 @@ class RequestSettings:
             dict(request.parameters),
             outputs,
             request.shared_memory,
+            request.empty_final,
         )
 
     def apply(self, request: InferRequest) -> None:
@@ -127,6 +135,7 @@ class RequestSettings:
         request.priority = self.priority
         request.timeout_us = self.timeout_us
         request.shared_memory = self.shared_memory
+        request.empty_final = self.empty_final
         if self.parameters:
             request.parameters = dict(self.parameters)
         if self.outputs is not None:

@@ -57,6 +57,8 @@ class LoadedVersion:
         self.signature: ModelSignature = signature_from_config(config)
         self.instances = instances
         self.scheduler = make_scheduler(config, instances)
+        #: The decoupled transaction policy: responses stream, unary infer is refused.
+        self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
 
     @property
     def ready(self) -> bool:

@@ -23,12 +23,14 @@ from tritium.core.errors import InternalError, TritiumError, Unavailable, error_
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.workers.batch_messages import read_responses, write_batch
+from tritium.workers.response_streams import ResponseStreams
 
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
+_FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -79,6 +81,11 @@ class WorkerProcess:
         # Worker-measured ns of the last batch: building inputs, execute(), writing outputs.
         self.last_timing: list[int] = _NO_TIMING
         self.on_exit: Callable[[WorkerProcess], None] | None = None
+        #: Messages the worker sends of its own accord, by ``op`` (decoupled responses,
+        #: and any other kind a feature adds); everything else answers a call or a batch.
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {}
+        #: The open requests of a decoupled model (None for every other model).
+        self.streams: ResponseStreams | None = None
 
     @property
     def pid(self) -> int | None:
@@ -129,6 +136,12 @@ class WorkerProcess:
     # -- messaging --------------------------------------------------------------------
 
     def _on_message(self, message: Any) -> None:
+        handlers = self.handlers
+        if handlers:
+            handler = handlers.get(message.get("op"))
+            if handler is not None:
+                handler(message)
+                return
         if self._batch is not None:
             self._on_batch_message(message)
             return
@@ -156,6 +169,8 @@ class WorkerProcess:
             self.on_exit(self)
         if batch is not None and not batch[1].done():
             batch[1].set_exception(died)
+        if self.streams is not None:
+            self.streams.fail_all(died)
 
     async def call(self, message: Any, timeout: float | None = None) -> Any:
         """Send one message and wait for the reply (raises the worker's error)."""
@@ -202,6 +217,12 @@ class WorkerProcess:
         return await self.call({"op": "load", **spec}, timeout)
 
     async def initialize(self, spec: dict[str, Any], timeout: float) -> None:
+        policy = spec.get("config", {}).get("model_transaction_policy", {})
+        if policy.get("decoupled") and self.streams is None:
+            assert self._fd_sock is not None
+            flags = self._new_arena("flags", _FLAGS_ARENA)
+            self.streams = ResponseStreams(self.label, flags, self._fd_sock)
+            self.handlers["resp"] = self.streams.on_response
         reply = await self.call({"op": "init", **spec}, timeout)
         self.model_ready = bool(reply.get("ready", True))
 
@@ -236,6 +257,8 @@ class WorkerProcess:
         self._close_arenas()
 
     def _close_arenas(self) -> None:
+        if self.streams is not None:
+            self.streams.close()
         for arena in (self._in_arena, self._out_arena, *self._retired):
             if arena is not None:
                 arena.close()
@@ -256,11 +279,15 @@ class WorkerProcess:
             raise WorkerDied(f"instance '{self.label}' is not running")
         if self._batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
-        frame = None
-        if len(batch) == 1:
-            frame = self._write_cached(batch[0])
-        if frame is None:
-            frame = self._write_batch(batch)
+        streams = self.streams
+        if streams is not None:
+            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch))
+        else:
+            frame = None
+            if len(batch) == 1:
+                frame = self._write_cached(batch[0])
+            if frame is None:
+                frame = self._write_batch(batch)
         done: Completion[list[InferResponse]] = Completion()
         self._batch = (batch, done)
         self._transport.write(frame)
@@ -308,6 +335,9 @@ class WorkerProcess:
 
     def cancel(self, request: InferRequest) -> None:
         """Raise the cancellation flag the model sees through ``request.is_cancelled()``."""
+        if self.streams is not None:
+            self.streams.cancel(request)
+            return
         if self._batch is None or self._in_arena is None or self._in_arena.buf is None:
             return
         for index, queued in enumerate(self._batch[0]):

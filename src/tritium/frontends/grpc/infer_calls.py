@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from tritonclient.grpc import service_pb2
 
 from tritium.core.completion import Completion
-from tritium.core.errors import TritiumError
+from tritium.core.errors import DecoupledRefused, TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans
@@ -25,7 +25,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_bytes,
 )
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
-from tritium.service import Service
+from tritium.service import DecoupledCall, Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
@@ -50,6 +50,17 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------- infer
 
 
+#: Triton's text for a unary ModelInfer on a decoupled model (UNIMPLEMENTED).
+DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+
+
+def _submit_unary(service: Service, request: Any) -> Completion:
+    try:
+        return service.submit(request)
+    except DecoupledRefused as exc:
+        raise DecoupledRefused(DECOUPLED_REFUSED) from exc
+
+
 def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
     if response.error is not None:
         raise response.error
@@ -64,7 +75,7 @@ def begin_infer(
     Cancelling the returned future drops the request if it is still queued.
     """
     request = decode_infer_request(message)
-    future = service.submit(request)
+    future = _submit_unary(service, request)
     request_id = request.id
     return future, lambda response: _finish_infer(request_id, response)
 
@@ -81,7 +92,7 @@ def begin_infer_bytes(
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
     response. Malformed bytes raise protobuf's ``DecodeError``."""
     request = plans.decode(data)
-    return service.submit(request), partial(_finish_infer_bytes, request.id)
+    return _submit_unary(service, request), partial(_finish_infer_bytes, request.id)
 
 
 async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
@@ -133,14 +144,21 @@ class InferStream:
         return len(self._pending)
 
     def push(self, message: service_pb2.ModelInferRequest) -> None:
-        """Submit one request; its reply is emitted when it completes."""
+        """Submit one request; its reply is emitted when it completes (a decoupled
+        model's replies as the model sends them)."""
         try:
-            future, finish = begin_infer(self._service, message)
+            request = decode_infer_request(message)
+            future = self._service.submit(request, self._decoupled_reply)
         except Exception as exc:
             self._emit(_stream_failure(message, exc))
             return
         self._pending.add(future)
-        future.add_done_callback(lambda done: self._done(message, finish, done))
+        if type(future) is DecoupledCall:
+            return
+        request_id = request.id
+        future.add_done_callback(
+            lambda done: self._done(message, partial(_finish_infer, request_id), done)
+        )
 
     def push_bytes(self, data: bytes | memoryview) -> None:
         """Submit one serialised request (needs ``plans``); malformed bytes raise
@@ -154,12 +172,46 @@ class InferStream:
             self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
             return
         try:
-            future = self._service.submit(request)
+            future = self._service.submit(request, self._decoupled_reply)
         except Exception as exc:
             self._emit(_stream_failure(request, exc))
             return
         self._pending.add(future)
-        future.add_done_callback(partial(self._done_bytes, request))
+        if type(future) is not DecoupledCall:
+            future.add_done_callback(partial(self._done_bytes, request))
+
+    def _decoupled_reply(
+        self, call: DecoupledCall, response: InferResponse | None, final: bool
+    ) -> None:
+        """One response of a decoupled model's request, as Triton's stream writes it:
+        every reply says ``triton_final_response``; a final mark without a response is
+        an empty reply only when the request asked for it."""
+        if final:
+            self._pending.discard(call)
+        if not self.closed:
+            request = call.request
+            if response is not None and response.error is not None:
+                _, text = call_status(response.error, "stream inference")
+                reply: Any = stream_error(request, text)
+                reply.infer_response.parameters["triton_final_response"].bool_param = final
+            elif response is not None or request.empty_final:
+                if response is None:
+                    response = InferResponse(call.model_name, call.model_version, request.id)
+                response.parameters["triton_final_response"] = final
+                if self._plans is None:  # a transport that sends message objects
+                    reply = service_pb2.ModelStreamInferResponse(
+                        infer_response=encode_infer_response(response, request.id)
+                    )
+                else:
+                    reply = stream_response_bytes(
+                        encode_infer_response_bytes(response, request.id)
+                    )
+            else:
+                reply = None
+            if reply is not None:
+                self._emit(reply)
+        if final and not self._pending and self.on_idle is not None:
+            self.on_idle()
 
     def _done_bytes(self, request: Any, done: Completion) -> None:
         """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""

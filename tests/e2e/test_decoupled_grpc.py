@@ -1,0 +1,294 @@
+"""Decoupled models over gRPC ``ModelStreamInfer`` with the real tritonclient (sync
+stream and aio), on both gRPC transports; ``async def execute`` in ordinary models.
+
+Triton's behaviour pinned here: every stream reply of a decoupled model carries the
+``triton_final_response`` parameter; a final flag sent without a response becomes an
+empty reply only with ``triton_enable_empty_final_response``; errors are per request and
+the stream goes on; unary ``ModelInfer`` and HTTP ``/infer`` refuse decoupled models
+(UNIMPLEMENTED / 501 "... doesn't support models with decoupled transaction policy").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.grpc.aio as aioclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from tritium.testing import ServerProcess
+
+from .conftest import TEST_MODELS
+
+MODELS = ("decoupled_words", "decoupled_async", "async_plain")
+
+
+@pytest.fixture(scope="module")
+def server(grpc_impl: str) -> Iterator[ServerProcess]:
+    args = [
+        f"--grpc-implementation={grpc_impl}",
+        "--model-control-mode=explicit",
+        *(f"--load-model={m}" for m in MODELS),
+    ]
+    with ServerProcess([TEST_MODELS], args, grpc=True) as process:
+        yield process
+
+
+class Stream:
+    """A tritonclient sync stream whose callback results land in a queue."""
+
+    def __init__(self, url: str, **kwargs: object) -> None:
+        self.client = grpcclient.InferenceServerClient(url)
+        self.results: queue.Queue = queue.Queue()
+        self.client.start_stream(
+            callback=lambda result, error: self.results.put((result, error)), **kwargs
+        )
+
+    def send(self, count: int, request_id: str, mode: str = "", empty_final: bool = True) -> None:
+        tensor = grpcclient.InferInput("COUNT", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([count], dtype=np.int32))
+        self.client.async_stream_infer(
+            "decoupled_words",
+            [tensor],
+            request_id=request_id,
+            parameters={"mode": mode} if mode else None,
+            enable_empty_final_response=empty_final,
+        )
+
+    def next(self, timeout: float = 30.0) -> tuple:
+        return self.results.get(timeout=timeout)
+
+    def until_final(self, timeout: float = 30.0) -> list[tuple]:
+        """(id, INDEX or None, WORD or None, final) per reply, errors as (id?, error)."""
+        got: list[tuple] = []
+        while True:
+            result, error = self.next(timeout)
+            if error is not None:
+                got.append(("error", error.message()))
+                continue
+            response = result.get_response()
+            final = response.parameters["triton_final_response"].bool_param
+            index = result.as_numpy("INDEX")
+            word = result.as_numpy("WORD")
+            got.append(
+                (
+                    response.id,
+                    None if index is None else int(index[0]),
+                    None if word is None else word[0].decode(),
+                    final,
+                )
+            )
+            if final:
+                return got
+
+    def close(self, cancel: bool = False) -> None:
+        self.client.stop_stream(cancel_requests=cancel)
+        self.client.close()
+
+
+@pytest.fixture
+def stream(server: ServerProcess) -> Iterator[Stream]:
+    s = Stream(server.grpc_url)
+    yield s
+    s.close()
+
+
+def test_n_responses_then_an_empty_final(stream: Stream) -> None:
+    stream.send(3, "r1")
+    assert stream.until_final() == [
+        ("r1", 0, "w0", False),
+        ("r1", 1, "w1", False),
+        ("r1", 2, "w2", False),
+        ("r1", None, None, True),
+    ]
+
+
+def test_final_flag_with_the_last_response(stream: Stream) -> None:
+    stream.send(2, "r2", mode="final_with_data")
+    assert stream.until_final() == [("r2", 0, "w0", False), ("r2", 1, "w1", True)]
+
+
+def test_zero_responses(stream: Stream) -> None:
+    stream.send(0, "zero")
+    assert stream.until_final() == [("zero", None, None, True)]
+
+
+def test_final_without_data_is_silent_unless_asked(stream: Stream) -> None:
+    stream.send(1, "quiet", empty_final=False)
+    stream.send(1, "loud")
+    # The first request's final flag has no reply: its one response is all it sends.
+    replies = stream.until_final()
+    assert ("quiet", 0, "w0", False) in replies
+    assert replies[-1] == ("loud", None, None, True)
+    assert [r for r in replies if r[0] == "quiet"] == [("quiet", 0, "w0", False)]
+
+
+def test_responses_from_a_background_thread(stream: Stream) -> None:
+    stream.send(4, "bg", mode="thread")
+    replies = stream.until_final()
+    assert [r[1] for r in replies] == [0, 1, 2, 3, None]
+
+
+def test_two_requests_interleave_on_one_stream(stream: Stream) -> None:
+    stream.send(4, "a", mode="slow")
+    stream.send(4, "b", mode="slow")
+    order = []
+    finals = 0
+    while finals < 2:
+        result, error = stream.next()
+        assert error is None, error
+        response = result.get_response()
+        order.append(response.id)
+        finals += response.parameters["triton_final_response"].bool_param
+    assert order.count("a") == 5 and order.count("b") == 5
+    # Both were answered side by side: b's first reply came before a's final.
+    assert order.index("b") < len(order) - 1 - order[::-1].index("a")
+
+
+def test_an_error_mid_stream_is_per_request(stream: Stream) -> None:
+    stream.send(0, "e", mode="error_mid")
+    replies = stream.until_final()
+    assert replies == [
+        ("e", 0, "w0", False),
+        ("error", "bad word"),
+        ("e", 1, "w1", False),
+        ("e", None, None, True),
+    ]
+    stream.send(1, "after")  # the stream is still open
+    assert stream.until_final()[0] == ("after", 0, "w0", False)
+
+
+def test_execute_raising_ends_the_request_with_an_error(stream: Stream) -> None:
+    stream.send(3, "boom", mode="raise")
+    result, error = stream.next()
+    assert result is None
+    assert "asked to fail" in error.message()
+    stream.send(1, "next")
+    assert stream.until_final() == [("next", 0, "w0", False), ("next", None, None, True)]
+
+
+def test_sender_used_after_final_raises(stream: Stream) -> None:
+    stream.send(0, "closed", mode="after_final")
+    assert stream.until_final() == [("closed", None, None, True)]
+    stream.send(0, "report", mode="report")
+    assert stream.until_final()[0][2] == (
+        "Unable to send response. Response sender has been closed."
+    )
+
+
+def test_unary_infer_is_refused(server: ServerProcess) -> None:
+    tensor = grpcclient.InferInput("COUNT", [1], "INT32")
+    tensor.set_data_from_numpy(np.array([1], dtype=np.int32))
+    with grpcclient.InferenceServerClient(server.grpc_url) as client:
+        with pytest.raises(InferenceServerException) as info:
+            client.infer("decoupled_words", [tensor])
+    assert info.value.status() == "StatusCode.UNIMPLEMENTED"
+    assert info.value.message() == (
+        "ModelInfer RPC doesn't support models with decoupled transaction policy"
+    )
+    http_tensor = httpclient.InferInput("COUNT", [1], "INT32")
+    http_tensor.set_data_from_numpy(np.array([1], dtype=np.int32))
+    with httpclient.InferenceServerClient(server.http_url) as client:
+        with pytest.raises(InferenceServerException) as info:
+            client.infer("decoupled_words", [http_tensor])
+    assert info.value.status() == "501"
+    assert "HTTP end point doesn't support models with decoupled transaction policy" in str(
+        info.value.message()
+    )
+
+
+def _cancel_notes(server: ServerProcess) -> int:
+    return server.log.count("decoupled_words: cancelled after")
+
+
+def _wait_for_cancel_note(server: ServerProcess, before: int, timeout: float = 30) -> int:
+    """The number of responses the model sent before it saw its request cancelled."""
+    deadline = time.monotonic() + timeout
+    while _cancel_notes(server) <= before:
+        assert time.monotonic() < deadline, server.log[-3000:]
+        time.sleep(0.05)
+    last = server.log.rsplit("decoupled_words: cancelled after", 1)[1]
+    return int(last.split()[0])
+
+
+def test_cancelling_the_stream_reaches_the_model(server: ServerProcess) -> None:
+    before = _cancel_notes(server)
+    s = Stream(server.grpc_url)
+    s.send(200, "long", mode="slow")
+    for _ in range(2):
+        result, error = s.next()
+        assert error is None
+    s.close(cancel=True)
+    assert _wait_for_cancel_note(server, before) < 100
+
+
+def test_a_stream_deadline_reaches_the_model(server: ServerProcess) -> None:
+    before = _cancel_notes(server)
+    s = Stream(server.grpc_url, stream_timeout=1.0)
+    try:
+        s.send(200, "deadline", mode="slow")
+        while True:
+            result, error = s.next()
+            if error is not None:
+                break
+        assert "Deadline Exceeded" in error.message()
+    finally:
+        s.close()
+    assert _wait_for_cancel_note(server, before) < 100
+
+
+def test_aio_stream_with_async_execute(server: ServerProcess) -> None:
+    async def run() -> dict[str, list[int]]:
+        async with aioclient.InferenceServerClient(server.grpc_url) as client:
+
+            async def requests():
+                for request_id, count in (("x", 5), ("y", 3)):
+                    tensor = aioclient.InferInput("COUNT", [1], "INT32")
+                    tensor.set_data_from_numpy(np.array([count], dtype=np.int32))
+                    yield {
+                        "model_name": "decoupled_async",
+                        "inputs": [tensor],
+                        "request_id": request_id,
+                        "enable_empty_final_response": True,
+                    }
+
+            got: dict[str, list[int]] = {"x": [], "y": []}
+            finals = 0
+            async for result, error in client.stream_infer(requests()):
+                assert error is None, error
+                response = result.get_response()
+                if response.parameters["triton_final_response"].bool_param:
+                    finals += 1
+                    if finals == 2:
+                        break
+                    continue
+                got[response.id].append(int(result.as_numpy("INDEX")[0]))
+            return got
+
+    got = asyncio.run(asyncio.wait_for(run(), 60))
+    assert got == {"x": [0, 1, 2, 3, 4], "y": [0, 1, 2]}
+
+
+def test_async_execute_in_an_ordinary_model(server: ServerProcess) -> None:
+    """``async def execute`` is awaited (Triton's behaviour), with dynamic batching over
+    two instances."""
+
+    def one(i: int) -> tuple[np.ndarray, int]:
+        with grpcclient.InferenceServerClient(server.grpc_url) as client:
+            tensor = grpcclient.InferInput("X", [1, 2], "FP32")
+            tensor.set_data_from_numpy(np.array([[i, -i]], dtype=np.float32))
+            result = client.infer("async_plain", [tensor])
+            return result.as_numpy("Y"), int(result.as_numpy("PID")[0, 0])
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one, range(64)))
+    for i, (y, _) in enumerate(results):
+        np.testing.assert_array_equal(y, [[2 * i, -2 * i]])
+    assert len({pid for _, pid in results}) == 2
