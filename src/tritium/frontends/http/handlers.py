@@ -27,6 +27,7 @@ from tritium.frontends.http.compression import (
     request_encoding,
     response_encoding,
 )
+from tritium.frontends.http.generate import GenerateRoutes
 from tritium.frontends.http.infer_decode import (
     OutputPrefs,
     decode_infer_request,
@@ -89,6 +90,7 @@ class KServeRoutes:
             add("GET", base + "/stats", self.model_statistics)
         add("GET", "/v2/models/stats", self.model_statistics)
         SharedMemoryRoutes(self._service).register(router)
+        GenerateRoutes(self._service).register(router)
 
     # ------------------------------------------------------------ server
 

@@ -10,6 +10,8 @@ responses (INDEX = 0..COUNT-1, WORD = "w<i>"):
   for ``report``
 - ``slow``: one response every 50 ms until COUNT or cancellation; ``report`` answers
   what happened ("cancelled after <n>" / "completed")
+- ``big``: COUNT responses of 1 MiB each (WORD), as fast as they go, until
+  cancellation; noted like ``slow``
 - ``report``: one response whose WORD is the last recorded note, then final
 """
 
@@ -61,6 +63,10 @@ class TritonPythonModel:
                 thread = threading.Thread(target=self.send_slowly, args=(sender, count))
                 thread.start()
                 self.threads.append(thread)
+            elif mode == "big":
+                thread = threading.Thread(target=self.send_big, args=(sender, count))
+                thread.start()
+                self.threads.append(thread)
             elif mode == "report":
                 sender.send(note_response(self.note), flags=FINAL)
             elif mode == "after_final":
@@ -100,6 +106,22 @@ class TritonPythonModel:
             sender.send(word(i))
             sent += 1
             time.sleep(0.05)
+        if sender.is_cancelled():
+            self.note = f"cancelled after {sent}"
+            print(f"decoupled_words: {self.note}", flush=True)
+        else:
+            self.note = "completed"
+        sender.send(flags=FINAL)
+
+    def send_big(self, sender, count):
+        block = np.array([b"x" * (1 << 20)], dtype=np.object_)
+        sent = 0
+        for i in range(count):
+            if sender.is_cancelled():
+                break
+            index = pb_utils.Tensor("INDEX", np.array([i], dtype=np.int32))
+            sender.send(pb_utils.InferenceResponse([index, pb_utils.Tensor("WORD", block)]))
+            sent += 1
         if sender.is_cancelled():
             self.note = f"cancelled after {sent}"
             print(f"decoupled_words: {self.note}", flush=True)
