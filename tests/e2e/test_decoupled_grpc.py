@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -292,3 +293,45 @@ def test_async_execute_in_an_ordinary_model(server: ServerProcess) -> None:
     for i, (y, _) in enumerate(results):
         np.testing.assert_array_equal(y, [[2 * i, -2 * i]])
     assert len({pid for _, pid in results}) == 2
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_a_stalled_reader_does_not_grow_the_server(server: ServerProcess) -> None:
+    """1 MiB responses as fast as the model makes them to a client that reads none:
+    the stream is reset once the replies waiting for it pass the cap, and the model
+    is told its request was cancelled."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+
+    assert server.proc is not None
+    before = _cancel_notes(server)
+    rss_before = _rss_kib(server.proc.pid)
+    release = threading.Event()
+    request = service_pb2.ModelInferRequest(model_name="decoupled_words", id="big")
+    request.parameters["mode"].string_param = "big"
+    tensor = request.inputs.add(name="COUNT", datatype="INT32", shape=[1])
+    del tensor
+    request.raw_input_contents.append(np.array([1000], dtype=np.int32).tobytes())
+
+    def requests():
+        yield request
+        release.wait(60)
+
+    channel = grpc.insecure_channel(server.grpc_url)
+    try:
+        replies = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelStreamInfer(requests())
+        sent = _wait_for_cancel_note(server, before, timeout=60)
+        growth_mib = (_rss_kib(server.proc.pid) - rss_before) / 1024
+    finally:
+        release.set()
+        replies.cancel()
+        channel.close()
+    assert sent < 300
+    assert growth_mib < 200

@@ -258,6 +258,15 @@ def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStream
     return stream_error(message, text)
 
 
+#: Reply bytes one grpcio ModelStreamInfer call may hold for a client that is not reading
+#: them (a decoupled model keeps producing); past it the call ends RESOURCE_EXHAUSTED.
+MAX_STREAM_REPLY_BYTES = 64 << 20
+
+
+class StreamBacklogExceeded(Exception):
+    """The client of a stream stopped reading while its responses kept coming."""
+
+
 async def model_stream_infer(
     service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
@@ -265,10 +274,28 @@ async def model_stream_infer(
 
     At most :data:`MAX_STREAM_BACKLOG` requests are in flight or answered but not yet
     taken by the transport; past that, no further request is read until the client
-    takes its replies."""
+    takes its replies. Replies waiting for the client are capped at
+    :data:`MAX_STREAM_REPLY_BYTES`: past that, every request of the stream is cancelled
+    and :class:`StreamBacklogExceeded` ends the call."""
     loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
-    stream = InferStream(service, replies.put_nowait)
+    waiting = [0]  # bytes of the replies in the queue
+    overflow: list[bool] = []
+
+    def emit(reply: service_pb2.ModelStreamInferResponse) -> None:
+        if overflow:
+            return
+        waiting[0] += reply.ByteSize()
+        if waiting[0] > MAX_STREAM_REPLY_BYTES:
+            overflow.append(True)
+            stream.cancel()
+            while not replies.empty():  # dropped: the call ends with an error anyway
+                replies.get_nowait()
+            replies.put_nowait(None)
+            return
+        replies.put_nowait(reply)
+
+    stream = InferStream(service, emit)
     finished = loop.create_future()
     room: list[asyncio.Future] = []  # the reader's wait for the backlog to shrink
 
@@ -292,11 +319,17 @@ async def model_stream_infer(
     reader = asyncio.ensure_future(read())
     try:
         while (reply := await replies.get()) is not None:
+            waiting[0] -= reply.ByteSize()
             while room:
                 waiter = room.pop()
                 if not waiter.done():
                     waiter.set_result(None)
             yield reply
+        if overflow:
+            raise StreamBacklogExceeded(
+                f"stream reset: more than {MAX_STREAM_REPLY_BYTES >> 20} MiB of responses "
+                "were waiting for the client to read them"
+            )
         await reader  # surfaces a broken request stream
     finally:
         reader.cancel()
