@@ -182,6 +182,27 @@ SCENARIOS = SCENARIOS + (
     ),
 )
 
+SCENARIOS = SCENARIOS + (
+    Scenario(
+        name="repeat4_grpc_stream_c8",
+        model="repeat4",
+        tool="perf_analyzer",
+        concurrency=8,
+        description="repeat4 (decoupled: 4 responses per request), gRPC stream, 8 in flight",
+        perf_args=("--streaming",),
+        protocol="grpc",
+    ),
+    Scenario(
+        name="repeat4_grpc_stream_c1",
+        model="repeat4",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="repeat4 (decoupled), gRPC stream, 1 in flight (time to first response)",
+        perf_args=("--streaming",),
+        protocol="grpc",
+    ),
+)
+
 SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)
 
 

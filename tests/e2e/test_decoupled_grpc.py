@@ -335,3 +335,68 @@ def test_a_stalled_reader_does_not_grow_the_server(server: ServerProcess) -> Non
         channel.close()
     assert sent < 300
     assert growth_mib < 200
+
+
+def test_perf_analyzer_streams_a_decoupled_model(grpc_impl: str, tmp_path) -> None:
+    """The real perf_analyzer (``--streaming``) on the bench's repeat4 model: four
+    responses per request. Checks the tool works end to end, not the speed."""
+    import csv
+    import os
+    import subprocess
+    from pathlib import Path
+
+    perf = Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "perf_analyzer"
+    if not perf.exists():
+        pytest.skip(f"{perf} is not installed")
+    bench_models = Path(__file__).resolve().parents[2] / "bench" / "model_repository"
+    args = [f"--grpc-implementation={grpc_impl}", "--model-control-mode=explicit",
+            "--load-model=repeat4"]
+    with ServerProcess([bench_models], args, grpc=True) as server:
+        report = tmp_path / "report.csv"
+        cmd = [
+            str(perf), "-m", "repeat4", "-u", server.grpc_url, "-i", "grpc", "--streaming",
+            "--concurrency-range=2:2", "--measurement-interval=300",
+            "--stability-percentage=999", "--max-trials=3", "-f", str(report),
+        ]
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+        )
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output[-3000:]
+        rows = list(csv.DictReader(report.read_text().splitlines()))
+        assert rows and float(rows[0]["Inferences/Second"]) > 0, output[-3000:]
+
+
+def test_a_cancelled_queued_request_never_runs(server: ServerProcess) -> None:
+    """One instance, busy with a request that blocks execute: the request queued behind
+    it on the same stream is dropped when the stream is cancelled."""
+    before = _cancel_notes(server)
+    s = Stream(server.grpc_url)
+    s.send(200, "busy", mode="block")
+    result, error = s.next()
+    assert error is None
+    s.send(1, "queued-never-runs")
+    time.sleep(0.3)
+    s.close(cancel=True)
+    assert _wait_for_cancel_note(server, before) < 100
+    after = Stream(server.grpc_url)
+    try:
+        after.send(1, "later")
+        assert after.until_final()[0] == ("later", 0, "w0", False)
+    finally:
+        after.close()
+    assert "decoupled_words execute busy" in server.log
+    assert "decoupled_words execute queued-never-runs" not in server.log
+
+
+def test_a_worker_that_dies_ends_its_open_requests(server: ServerProcess) -> None:
+    """Last in the module: the instance restarts afterwards."""
+    s = Stream(server.grpc_url)
+    try:
+        s.send(1, "dies", mode="die")
+        result, error = s.next()
+        assert error is None and result.as_numpy("INDEX")[0] == 0
+        result, error = s.next()
+        assert result is None and "exited unexpectedly" in error.message()
+    finally:
+        s.close()

@@ -12,10 +12,13 @@ responses (INDEX = 0..COUNT-1, WORD = "w<i>"):
   what happened ("cancelled after <n>" / "completed")
 - ``big``: COUNT responses of 1 MiB each (WORD), as fast as they go, until
   cancellation; noted like ``slow``
+- ``block``: like ``slow`` but inside execute, so the instance stays busy
+- ``die``: one response, then the worker process exits
 - ``report``: one response whose WORD is the last recorded note, then final
 """
 
 import json
+import os
 import threading
 import time
 
@@ -53,6 +56,7 @@ class TritonPythonModel:
             count = int(pb_utils.get_input_tensor_by_name(request, "COUNT").as_numpy()[0])
             mode = json.loads(request.parameters()).get("mode", "final_alone")
             sender = request.get_response_sender()
+            print(f"decoupled_words execute {request.request_id()}", flush=True)
             if mode == "raise":
                 raise RuntimeError("asked to fail")
             if mode == "thread":
@@ -67,6 +71,12 @@ class TritonPythonModel:
                 thread = threading.Thread(target=self.send_big, args=(sender, count))
                 thread.start()
                 self.threads.append(thread)
+            elif mode == "block":
+                self.send_slowly(sender, count)
+            elif mode == "die":
+                sender.send(word(0))
+                time.sleep(0.2)
+                os._exit(1)
             elif mode == "report":
                 sender.send(note_response(self.note), flags=FINAL)
             elif mode == "after_final":
