@@ -182,3 +182,14 @@ def test_a_stalled_reader_is_cut_off(server: ServerProcess) -> None:
         sock.close()
     assert sent < 200
     assert growth_mib < 150
+
+
+def test_async_initialize_and_finalize_are_awaited() -> None:
+    """``async def initialize`` ran (its attribute is used by execute) and ``async def
+    finalize`` ran on shutdown, once per instance."""
+    args = ["--model-control-mode=explicit", "--load-model=async_plain"]
+    process = ServerProcess([TEST_MODELS], args)
+    with process:
+        status, doc = asyncio.run(_post(process, "async_plain", "generate", {"X": [1, 1]}))
+        assert status == 200 and doc["Y"] == [2.0, 2.0]
+    assert process.log.count("async_plain finalized") == 2, process.log[-2000:]

@@ -123,7 +123,7 @@ class InferStream:
     successful requests are emitted serialised (``bytes``).
     """
 
-    __slots__ = ("_service", "_emit", "_plans", "_pending", "on_idle", "closed")
+    __slots__ = ("_service", "_emit", "_plans", "_pending", "_reply", "on_idle", "closed")
 
     def __init__(
         self,
@@ -134,7 +134,8 @@ class InferStream:
         self._service = service
         self._emit = emit
         self._plans = plans
-        self._pending: set[Completion] = set()
+        self._pending: set[Any] = set()
+        self._reply = self._decoupled_reply  # bound once: passed with every request
         self.on_idle: Callable[[], None] | None = None
         self.closed = False
 
@@ -148,7 +149,7 @@ class InferStream:
         model's replies as the model sends them)."""
         try:
             request = decode_infer_request(message)
-            future = self._service.submit(request, self._decoupled_reply)
+            future = self._service.submit(request, self._reply)
         except Exception as exc:
             self._emit(_stream_failure(message, exc))
             return
@@ -172,7 +173,7 @@ class InferStream:
             self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
             return
         try:
-            future = self._service.submit(request, self._decoupled_reply)
+            future = self._service.submit(request, self._reply)
         except Exception as exc:
             self._emit(_stream_failure(request, exc))
             return
