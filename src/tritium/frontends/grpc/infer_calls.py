@@ -50,6 +50,14 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------- infer
 
 
+#: A serialised ``ModelInferResponse`` holding only ``triton_final_response`` = key.
+_FINAL_FIELD = {
+    final: service_pb2.ModelInferResponse(
+        parameters={"triton_final_response": service_pb2.InferParameter(bool_param=final)}
+    ).SerializeToString()
+    for final in (False, True)
+}
+
 #: Triton's text for a unary ModelInfer on a decoupled model (UNIMPLEMENTED).
 DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
 
@@ -198,14 +206,21 @@ class InferStream:
             elif response is not None or request.empty_final:
                 if response is None:
                     response = InferResponse(call.model_name, call.model_version, request.id)
-                response.parameters["triton_final_response"] = final
                 if self._plans is None:  # a transport that sends message objects
+                    response.parameters["triton_final_response"] = final
                     reply = service_pb2.ModelStreamInferResponse(
                         infer_response=encode_infer_response(response, request.id)
                     )
-                else:
+                elif response.parameters:
+                    response.parameters["triton_final_response"] = final
                     reply = stream_response_bytes(
                         encode_infer_response_bytes(response, request.id)
+                    )
+                else:
+                    # The usual case: the fast encoding, with the parameter's field
+                    # appended (protobuf fields may come in any order).
+                    reply = stream_response_bytes(
+                        encode_infer_response_bytes(response, request.id) + _FINAL_FIELD[final]
                     )
             else:
                 reply = None
