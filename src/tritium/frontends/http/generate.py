@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from tritium.core.completion import Completion
-from tritium.core.errors import InternalError, TritiumError, Unsupported
+from tritium.core.errors import InternalError, InvalidArgument, TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.http.event_stream import EventStream
 from tritium.frontends.http.generate_codec import (
@@ -34,6 +34,11 @@ from tritium.frontends.http.messages import (
 from tritium.frontends.http.router import Params, Router
 
 logger = logging.getLogger("tritium.frontends.http")
+
+GENERATE_ONE_RESPONSE = (
+    "generate expects model to produce exactly 1 response, use generate stream for model "
+    "that generates various number of responses"
+)
 
 
 def _one_json(response: InferResponse, request_id: str) -> bytes:
@@ -75,12 +80,9 @@ class _Generate:
         if errors:
             return from_error(errors[0])
         if len(self.responses) != 1:
-            return from_error(
-                Unsupported(
-                    f"generate expects exactly one response, the model sent "
-                    f"{len(self.responses)}; use generate_stream for models that stream"
-                )
-            )
+            # Triton's text; it answers it with status 200 (the status line is out before
+            # the second response), tritium with 400 before anything is written.
+            return from_error(InvalidArgument(GENERATE_ONE_RESPONSE))
         return HttpResponse(200, _one_json(self.responses[0], self.request_id), CONTENT_JSON)
 
     def abandoned(self, answer: Completion) -> None:
