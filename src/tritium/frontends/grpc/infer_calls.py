@@ -204,8 +204,8 @@ class InferStream:
                 reply: Any = stream_error(request, text)
                 reply.infer_response.parameters["triton_final_response"].bool_param = final
             elif response is not None or request.empty_final:
-                if response is None:
-                    response = InferResponse(call.model_name, call.model_version, request.id)
+                if response is None:  # names the model and version as the request did
+                    response = InferResponse(request.model_name, request.model_version, request.id)
                 if self._plans is None:  # a transport that sends message objects
                     response.parameters["triton_final_response"] = final
                     reply = service_pb2.ModelStreamInferResponse(
