@@ -55,3 +55,15 @@ def test_generate_of_other_than_one_response(pair, text: str) -> None:
     theirs, ours = pair.both("POST", "/v2/models/decoupled_echo/generate", body, JSON)
     assert ours.json() == theirs.json()
     assert (theirs.status, ours.status) == (200, 400)
+
+
+def test_async_execute_of_an_ordinary_model(pair) -> None:
+    """``async def execute`` (and ``initialize``) in a model that is not decoupled: Triton
+    awaits the coroutine and answers its responses."""
+    import numpy as np
+
+    x = np.array([[1.5, -2.0]], dtype=np.float32)
+    theirs, ours = pair.infer("async_double", [("X", "FP32", x)])
+    assert ours.status == theirs.status == 200
+    assert ours.json() == theirs.json()
+    assert ours.json()["outputs"][0]["data"] == [3.0, -4.0]

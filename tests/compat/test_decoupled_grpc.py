@@ -117,6 +117,7 @@ CASES = {
     "error-mid-stream": ([("d", "one fail two", True)], 4),
     "two-requests": ([("e", "x", False), ("f", "y z", True)], 4),
     "execute-raises": ([("g", "raise", True), ("h", "after", True)], 3),
+    "send-after-final": ([("i", "after_final", True), ("j", "report", False)], 2),
 }
 
 
