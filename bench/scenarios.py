@@ -193,6 +193,16 @@ SCENARIOS = SCENARIOS + (
         protocol="grpc",
     ),
     Scenario(
+        name="identity_async_http_binary_c64",
+        model="identity_async",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity with async def execute, HTTP binary, 64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+        baseline="identity_http_binary_c64",
+        check_baseline=True,
+    ),
+    Scenario(
         name="repeat4_grpc_stream_c1",
         model="repeat4",
         tool="perf_analyzer",
