@@ -87,6 +87,16 @@ def test_the_ring_wraps_and_grows(ends) -> None:
         assert data.shape == (sizes[n],) and data[0] == data[-1] == n % 256
 
 
+def test_empty_tensors_need_no_ring(ends) -> None:
+    stream, streams = ends
+    sink = Sink()
+    sender = ResponseSender(stream, _open(streams, sink), {"A", "S"}, lambda: False)
+    sender.send(_response(A=np.zeros((0, 3), np.float32), S=np.array([], dtype=np.object_)))
+    response, _ = sink.got[0]
+    assert response.error is None
+    assert [o.data.shape for o in response.outputs] == [(0, 3), (0,)]
+
+
 def test_a_sender_closed_by_final_raises(ends) -> None:
     stream, streams = ends
     sink = Sink()

@@ -236,6 +236,9 @@ class WorkerProcess:
     async def _reap(self, timeout: float) -> None:
         proc = self._proc
         self._alive = False
+        if self.streams is not None:
+            # Decoupled requests the model never ended end now, not never.
+            self.streams.fail_all(Unavailable(f"instance '{self.label}' was stopped"))
         if self._transport is not None:
             self._transport.close()
             self._transport = None

@@ -118,16 +118,16 @@ class ResponseStreams:
         outputs = message["outputs"]
         if not outputs:
             return response
-        ring = self._ring
-        if ring is None or ring.buf is None:
-            raise InternalError(f"instance '{self.label}' sent outputs without a ring")
-        start = message["off"]
         size = 0
         for _, _, _, nbytes in outputs:
             size = (size + nbytes + ALIGN_MASK) & ~ALIGN_MASK
-        if start + size > ring.size:
-            raise InternalError(f"instance '{self.label}' returned a malformed response")
-        block = bytearray(memoryview(ring.buf)[start : start + size])
+        block = bytearray()
+        if size:  # outputs with no bytes at all travel without the ring
+            ring = self._ring
+            start = message.get("off", 0)
+            if ring is None or ring.buf is None or start + size > ring.size:
+                raise InternalError(f"instance '{self.label}' returned a malformed response")
+            block = bytearray(memoryview(ring.buf)[start : start + size])
         pos = 0
         dtypes = RAW_DTYPES
         tensors = response.outputs
