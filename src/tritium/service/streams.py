@@ -77,6 +77,7 @@ class DecoupledCall:
     def _finish(self, response: InferResponse | None) -> None:
         self.done = True
         request = self.request
+        request.responses = None  # no cycle left for the collector
         start = request.arrival_ns
         ok = response is None or response.error is None
         dispatched = request.dispatch_ns or start
@@ -89,6 +90,7 @@ class DecoupledCall:
         if self.done:
             return
         self.done = self.cancelled = True
+        self.request.responses = None  # what the model still sends goes nowhere
         scheduled = self._scheduled
         if scheduled is not None and not scheduled.done():
             scheduled.cancel()
