@@ -32,12 +32,12 @@ GRPC_PORTS = range(19500, 19600)
 
 @pytest.fixture(scope="module")
 def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """(Triton's gRPC address, tritium's), both serving only ``decoupled_echo``."""
+    """(Triton's gRPC address, tritium's), both serving ``decoupled_echo`` and ``add_sub``."""
     log = tmp_path_factory.mktemp("triton-grpc") / "triton.log"
     port = next(p for p in GRPC_PORTS if _port_is_free(p))
     args = [
         str(TRITONSERVER), f"--model-repository={MODELS}", "--model-control-mode=explicit",
-        "--load-model=decoupled_echo", "--allow-http=false", "--allow-metrics=false",
+        "--load-model=decoupled_echo", "--load-model=add_sub", "--allow-http=false", "--allow-metrics=false",
         "--grpc-address=127.0.0.1", f"--grpc-port={port}", "--exit-timeout-secs=10",
     ]
     with open(log, "wb") as out:
@@ -46,7 +46,9 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
             start_new_session=True,
         )
     tritium = ServerProcess(
-        [MODELS], ["--model-control-mode=explicit", "--load-model=decoupled_echo"], grpc=True
+        [MODELS],
+        ["--model-control-mode=explicit", "--load-model=decoupled_echo", "--load-model=add_sub"],
+        grpc=True,
     )
     try:
         tritium.start()
@@ -56,7 +58,9 @@ def urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
             assert triton.poll() is None, log.read_text(errors="replace")[-3000:]
             try:
                 with grpcclient.InferenceServerClient(url) as client:
-                    if client.is_model_ready("decoupled_echo"):
+                    if client.is_model_ready("decoupled_echo") and client.is_model_ready(
+                        "add_sub"
+                    ):
                         break
             except InferenceServerException:
                 pass
@@ -128,6 +132,39 @@ def test_stream_replies(urls: tuple[str, str], case: str) -> None:
     ours = _stream(urls[1], requests, replies)
     print(f"triton : {theirs}\ntritium: {ours}")
     assert ours == theirs
+
+
+def test_replies_of_an_ordinary_model_on_a_stream(urls: tuple[str, str]) -> None:
+    """Triton marks every stream reply with ``triton_final_response``, also for models
+    that are not decoupled."""
+    answers = []
+    for url in urls:
+        got: queue.Queue = queue.Queue()
+        client = grpcclient.InferenceServerClient(url)
+        client.start_stream(callback=lambda result, error, got=got: got.put((result, error)))
+        try:
+            tensors = [grpcclient.InferInput(f"INPUT{i}", [4], "FP32") for i in range(2)]
+            for tensor in tensors:
+                tensor.set_data_from_numpy(np.arange(4, dtype=np.float32))
+            client.async_stream_infer("add_sub", tensors, request_id="p")
+            client.async_stream_infer("add_sub", tensors[:1], request_id="q")  # fails
+            replies = []
+            for _ in range(2):
+                result, error = got.get(timeout=30)
+                if error is not None:
+                    replies.append(("error", error.message()))
+                    continue
+                response = result.get_response()
+                replies.append(
+                    (response.id, {k: v.bool_param for k, v in response.parameters.items()},
+                     result.as_numpy("OUTPUT0").tolist())
+                )
+        finally:
+            client.stop_stream()
+            client.close()
+        answers.append(sorted(replies, key=repr))  # completion order may differ
+    print(f"triton : {answers[0]}\ntritium: {answers[1]}")
+    assert answers[1] == answers[0]
 
 
 def test_unary_infer_is_refused(urls: tuple[str, str]) -> None:

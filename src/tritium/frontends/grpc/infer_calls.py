@@ -21,6 +21,7 @@ from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.infer_response_bytes import (
+    FINAL_RESPONSE_FIELD,
     encode_infer_response_bytes,
     stream_response_bytes,
 )
@@ -49,14 +50,6 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 
 # ---------------------------------------------------------------------- infer
 
-
-#: A serialised ``ModelInferResponse`` holding only ``triton_final_response`` = key.
-_FINAL_FIELD = {
-    final: service_pb2.ModelInferResponse(
-        parameters={"triton_final_response": service_pb2.InferParameter(bool_param=final)}
-    ).SerializeToString()
-    for final in (False, True)
-}
 
 #: Triton's text for a unary ModelInfer on a decoupled model (UNIMPLEMENTED).
 DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
@@ -108,15 +101,20 @@ async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferR
     return finish(await future)
 
 
-def stream_error(message: Any, text: str) -> service_pb2.ModelStreamInferResponse:
+def stream_error(
+    message: Any, text: str, final: bool = True
+) -> service_pb2.ModelStreamInferResponse:
     """A stream reply for a failed request (a ``ModelInferRequest`` or the core request
-    decoded from it): the id and model let a client match it."""
-    return service_pb2.ModelStreamInferResponse(
+    decoded from it): the id and model let a client match it; ``triton_final_response``
+    says whether more replies follow for it, as in Triton."""
+    reply = service_pb2.ModelStreamInferResponse(
         error_message=text,
         infer_response=service_pb2.ModelInferResponse(
             model_name=message.model_name, model_version=message.model_version, id=message.id
         ),
     )
+    reply.infer_response.parameters["triton_final_response"].bool_param = final
+    return reply
 
 
 class InferStream:
@@ -201,8 +199,7 @@ class InferStream:
             request = call.request
             if response is not None and response.error is not None:
                 _, text = call_status(response.error, "stream inference")
-                reply: Any = stream_error(request, text)
-                reply.infer_response.parameters["triton_final_response"].bool_param = final
+                reply: Any = stream_error(request, text, final)
             elif response is not None or request.empty_final:
                 if response is None:  # names the model and version as the request did
                     response = InferResponse(request.model_name, request.model_version, request.id)
@@ -220,7 +217,8 @@ class InferStream:
                     # The usual case: the fast encoding, with the parameter's field
                     # appended (protobuf fields may come in any order).
                     reply = stream_response_bytes(
-                        encode_infer_response_bytes(response, request.id) + _FINAL_FIELD[final]
+                        encode_infer_response_bytes(response, request.id),
+                        FINAL_RESPONSE_FIELD[final],
                     )
             else:
                 reply = None
@@ -238,7 +236,9 @@ class InferStream:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            reply: Any = stream_response_bytes(encode_infer_response_bytes(response, request.id))
+            reply: Any = stream_response_bytes(
+                encode_infer_response_bytes(response, request.id), FINAL_RESPONSE_FIELD[True]
+            )
         except Exception as exc:
             reply = _stream_failure(request, exc)
         self._emit(reply)
@@ -252,9 +252,10 @@ class InferStream:
         try:
             result = finish(done.result())
             if type(result) is bytes:
-                reply: Any = stream_response_bytes(result)
+                reply: Any = stream_response_bytes(result, FINAL_RESPONSE_FIELD[True])
             else:
                 reply = service_pb2.ModelStreamInferResponse(infer_response=result)
+                reply.infer_response.parameters["triton_final_response"].bool_param = True
         except Exception as exc:
             reply = _stream_failure(message, exc)
         self._emit(reply)
