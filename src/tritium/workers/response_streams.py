@@ -102,7 +102,10 @@ class ResponseStreams:
             self._free.append(slot)
         sink = request.responses
         if sink is not None:
-            sink.on_response(response, final)
+            try:
+                sink.on_response(response, final)
+            except Exception:  # noqa: BLE001 - one consumer's bug must not cut the worker off
+                log.exception("%s: a response consumer failed", self.label)
 
     def _read(self, message: dict[str, Any], request: InferRequest | None) -> InferResponse:
         name = request.model_name if request is not None else ""
@@ -159,7 +162,10 @@ class ResponseStreams:
             if sink is not None:
                 response = InferResponse(request.model_name, request.model_version, request.id)
                 response.error = error
-                sink.on_response(response, True)
+                try:
+                    sink.on_response(response, True)
+                except Exception:  # noqa: BLE001 - the others still get their error
+                    log.exception("%s: a response consumer failed", self.label)
 
     def close(self) -> None:
         if self._ring is not None:
