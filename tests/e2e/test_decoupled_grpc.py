@@ -28,7 +28,7 @@ from tritium.testing import ServerProcess
 
 from .conftest import TEST_MODELS
 
-MODELS = ("decoupled_words", "decoupled_async", "async_plain")
+MODELS = ("decoupled_words", "decoupled_async", "async_plain", "decoupled_batched")
 
 
 @pytest.fixture(scope="module")
@@ -277,6 +277,39 @@ def test_aio_stream_with_async_execute(server: ServerProcess) -> None:
     assert got == {"x": [0, 1, 2, 3, 4], "y": [0, 1, 2]}
 
 
+def test_decoupled_requests_batched_over_two_instances(server: ServerProcess) -> None:
+    """Dynamic batching hands a decoupled model several requests at once: each keeps its
+    own sender, responses and final flag."""
+    got: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client.start_stream(callback=lambda result, error: got.put((result, error)))
+    try:
+        for value in range(24):
+            tensor = grpcclient.InferInput("VALUE", [1, 1], "INT32")
+            tensor.set_data_from_numpy(np.array([[value]], dtype=np.int32))
+            client.async_stream_infer(
+                "decoupled_batched", [tensor], request_id=str(value),
+                enable_empty_final_response=True,
+            )
+        values: dict[str, list[int]] = {str(v): [] for v in range(24)}
+        batches = []
+        finals = 0
+        while finals < 24:
+            result, error = got.get(timeout=30)
+            assert error is None, error
+            response = result.get_response()
+            if response.parameters["triton_final_response"].bool_param:
+                finals += 1
+                continue
+            values[response.id].append(int(result.as_numpy("VALUE")[0, 0]))
+            batches.append(int(result.as_numpy("BATCH")[0, 0]))
+    finally:
+        client.stop_stream()
+        client.close()
+    assert values == {str(v): [v, v + 1000] for v in range(24)}
+    assert max(batches) > 1
+
+
 def test_async_execute_in_an_ordinary_model(server: ServerProcess) -> None:
     """``async def execute`` is awaited (Triton's behaviour), with dynamic batching over
     two instances."""
@@ -400,3 +433,33 @@ def test_a_worker_that_dies_ends_its_open_requests(server: ServerProcess) -> Non
         assert result is None and "exited unexpectedly" in error.message()
     finally:
         s.close()
+
+
+def test_leaving_an_aio_stream_cancels_its_request(server: ServerProcess) -> None:
+    before = _cancel_notes(server)
+
+    async def run() -> None:
+        async with aioclient.InferenceServerClient(server.grpc_url) as client:
+
+            async def requests():
+                tensor = aioclient.InferInput("COUNT", [1], "INT32")
+                tensor.set_data_from_numpy(np.array([200], dtype=np.int32))
+                yield {
+                    "model_name": "decoupled_words",
+                    "inputs": [tensor],
+                    "request_id": "aio-long",
+                    "parameters": {"mode": "slow"},
+                }
+                await asyncio.sleep(60)  # keep the stream open from our side
+
+            seen = 0
+            responses = client.stream_infer(requests())
+            async for _result, error in responses:
+                assert error is None, error
+                seen += 1
+                if seen == 2:
+                    break
+            # Leaving the client closes its channel, which cancels the call.
+
+    asyncio.run(asyncio.wait_for(run(), 60))
+    assert _wait_for_cancel_note(server, before) < 100
