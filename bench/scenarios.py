@@ -182,6 +182,37 @@ SCENARIOS = SCENARIOS + (
     ),
 )
 
+SCENARIOS = SCENARIOS + (
+    Scenario(
+        name="repeat4_grpc_stream_c8",
+        model="repeat4",
+        tool="perf_analyzer",
+        concurrency=8,
+        description="repeat4 (decoupled: 4 responses per request), gRPC stream, 8 in flight",
+        perf_args=("--streaming",),
+        protocol="grpc",
+    ),
+    Scenario(
+        name="identity_async_http_binary_c64",
+        model="identity_async",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity with async def execute, HTTP binary, 64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+        baseline="identity_http_binary_c64",
+        check_baseline=True,
+    ),
+    Scenario(
+        name="repeat4_grpc_stream_c1",
+        model="repeat4",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="repeat4 (decoupled), gRPC stream, 1 in flight (time to first response)",
+        perf_args=("--streaming",),
+        protocol="grpc",
+    ),
+)
+
 SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)
 
 

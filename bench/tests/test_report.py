@@ -112,7 +112,10 @@ def _identity_pair() -> tuple[ScenarioResult, ScenarioResult]:
 
 def test_every_baseline_names_a_known_scenario() -> None:
     named = {s.name: s.baseline for s in select_scenarios(None) if s.baseline}
-    assert named == {"identity_inst2_http_binary_c64": "identity_http_binary_c64"}
+    assert named == {
+        "identity_inst2_http_binary_c64": "identity_http_binary_c64",
+        "identity_async_http_binary_c64": "identity_http_binary_c64",
+    }
     assert set(named.values()) <= {s.name for s in select_scenarios(None)}
 
 

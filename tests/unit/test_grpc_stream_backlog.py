@@ -18,7 +18,7 @@ class _HeldService:
     def __init__(self) -> None:
         self.pending: list[tuple[object, Completion]] = []
 
-    def submit(self, request):
+    def submit(self, request, stream=None):
         done: Completion = Completion()
         self.pending.append((request, done))
         return done

@@ -61,6 +61,11 @@ class Unsupported(TritiumError):
     code = Code.UNSUPPORTED
 
 
+class DecoupledRefused(Unsupported):
+    """A unary call to a model with the decoupled transaction policy, which answers only
+    on a stream; each frontend words it as Triton does."""
+
+
 class AlreadyExists(TritiumError):
     code = Code.ALREADY_EXISTS
 

@@ -79,6 +79,12 @@ class InferRequest:
     # classification extension): output name -> number of classes. The service then
     # replaces those outputs by their top classes; other requests pay nothing for it.
     classification: dict[str, int] | None = None
+    # Set by the service for a model with the decoupled transaction policy: gets each
+    # response as the model sends it, ``on_response(response | None, final)``.
+    responses: Any = None
+    # ``triton_enable_empty_final_response``: a stream marks the end of a decoupled
+    # request's responses with an empty response even when the model sent none with it.
+    empty_final: bool = False
 
 
 @dataclass(slots=True)
@@ -106,6 +112,7 @@ class RequestSettings:
     parameters: Parameters
     outputs: tuple[tuple[str, Parameters], ...] | None
     shared_memory: bool
+    empty_final: bool = False
 
     @classmethod
     def of(cls, request: InferRequest) -> RequestSettings:
@@ -122,6 +129,7 @@ class RequestSettings:
             dict(request.parameters),
             outputs,
             request.shared_memory,
+            request.empty_final,
         )
 
     def apply(self, request: InferRequest) -> None:
@@ -131,6 +139,7 @@ class RequestSettings:
         request.priority = self.priority
         request.timeout_us = self.timeout_us
         request.shared_memory = self.shared_memory
+        request.empty_final = self.empty_final
         if self.parameters:
             request.parameters = dict(self.parameters)
         if self.outputs is not None:

@@ -10,8 +10,10 @@ from tritium.service.shared_memory import (
     attach_request,
     write_outputs,
 )
+from tritium.service.streams import DecoupledCall
 
 __all__ = [
+    "DecoupledCall",
     "LoadOptions",
     "ModelManager",
     "Region",

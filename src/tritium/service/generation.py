@@ -63,6 +63,8 @@ class LoadedVersion:
         self.classifier = OutputClassifier(batched, labels or {})
         self.instances = instances
         self.scheduler = make_scheduler(config, instances, initial_states)
+        #: The decoupled transaction policy: responses stream, unary infer is refused.
+        self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
         self._folder = folder
         if folder is not None:
             folder.acquire()

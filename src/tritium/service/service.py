@@ -12,7 +12,14 @@ from typing import Any
 from tritium import __version__
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
-from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
+from tritium.core.errors import (
+    DecoupledRefused,
+    InvalidArgument,
+    NotFound,
+    TritiumError,
+    Unavailable,
+    Unsupported,
+)
 from tritium.core.statistics import BACKEND, CANCELED
 from tritium.service.classification import OutputClassifier
 from tritium.service.failures import failure_reason
@@ -27,6 +34,7 @@ from tritium.service.shared_memory import (
     attach_request,
     write_outputs,
 )
+from tritium.service.streams import DecoupledCall, Emit
 from tritium.service.trace_settings import TraceSettings
 from tritium.service.trace_writer import TraceRecorder
 
@@ -48,6 +56,9 @@ SHM_DISABLED = (
     "client shared memory is disabled on this server (--allow-client-shm=false): send "
     "tensor data in the request instead"
 )
+
+
+DECOUPLED_UNARY = "this endpoint doesn't support models with decoupled transaction policy"
 CUDA_SHM_UNSUPPORTED = (
     "CUDA shared memory is not supported: this server has no CUDA runtime; use system "
     "shared memory instead"
@@ -170,15 +181,21 @@ class Service:
 
     # -- inference ---------------------------------------------------------------------------
 
-    def submit(self, request: InferRequest) -> Completion[InferResponse]:
+    def submit(
+        self, request: InferRequest, stream: Emit | None = None
+    ) -> Completion[InferResponse]:
         """Validate and schedule ``request`` now; the future gets the response.
 
         Raises at once for requests that cannot be accepted (unknown model, invalid
         input, full queue). This is the frontends' fast path: no task, no coroutine.
+        A decoupled model needs ``stream`` (else UNSUPPORTED): the request then returns
+        a :class:`DecoupledCall` that emits each response as the model sends it.
         """
         if self.stopping:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
+        if loaded.decoupled:
+            return self._submit_decoupled(loaded, request, stream)  # type: ignore[return-value]
         used = self._attach_shared_memory(request) if request.shared_memory else None
         try:
             loaded.signature.validate(request)
@@ -210,6 +227,29 @@ class Service:
             if sampler is not None and sampler.sample():
                 done.add_done_callback(partial(self.trace_recorder.finish, loaded, request))
         return done
+
+    def is_decoupled(self, name: str, version: str) -> bool:
+        """Whether the model (version) uses the decoupled transaction policy."""
+        return self.models.get(name, version).decoupled
+
+    def _submit_decoupled(
+        self, loaded: LoadedVersion, request: InferRequest, stream: Emit | None
+    ) -> DecoupledCall:
+        if stream is None:
+            raise DecoupledRefused(DECOUPLED_UNARY)
+        if request.shared_memory:
+            raise Unsupported("shared-memory tensors are not supported with decoupled models")
+        loaded.signature.validate(request)
+        call = DecoupledCall(loaded, request, stream)
+        request.responses = call
+        request.arrival_ns = now_ns()
+        try:
+            scheduled = loaded.scheduler.submit(request)
+        except TritiumError:
+            loaded.stats.record_request(False, now_ns() - request.arrival_ns, 0)
+            raise
+        call.start(scheduled)
+        return call
 
     def _attach_shared_memory(self, request: InferRequest) -> RequestRegions:
         """Read the request's shared-memory inputs and lease its regions."""

@@ -27,10 +27,11 @@ Layout = tuple[list[int], list[int], int]
 
 
 def write_batch(
-    batch: list[InferRequest], arena_for: Callable[[int], Arena]
+    batch: list[InferRequest], arena_for: Callable[[int], Arena], slots: list[int] | None = None
 ) -> tuple[bytes, Layout | None]:
     """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
-    with the layout of a single request with fixed-size inputs (for reuse), else None."""
+    with the layout of a single request with fixed-size inputs (for reuse), else None.
+    ``slots`` name the requests of a decoupled model (never reused)."""
     n = len(batch)
     sizes = []
     raws = []
@@ -77,6 +78,8 @@ def write_batch(
                 ],
             }
         )
+    if slots is not None:
+        return encode({"op": "exec", "requests": items, "slots": slots}), None
     frame = encode({"op": "exec", "requests": items})
     reusable = n == 1 and fixed and batch[0].layout_key is not None
     return frame, ((offsets, sizes, end) if reusable else None)

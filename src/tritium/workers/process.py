@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from tritium.core import InferRequest, InferResponse
@@ -24,12 +25,14 @@ from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.workers.batch_messages import read_responses, write_batch
 from tritium.workers.notices import handle_notice
+from tritium.workers.response_streams import ResponseStreams
 
 log = logging.getLogger("tritium.workers")
 
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
+_FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -80,6 +83,13 @@ class WorkerProcess:
         # Worker-measured ns of the last batch: building inputs, execute(), writing outputs.
         self.last_timing: list[int] = _NO_TIMING
         self.on_exit: Callable[[WorkerProcess], None] | None = None
+        #: Messages the worker sends of its own accord, by ``op`` (decoupled responses,
+        #: and any other kind a feature adds); everything else answers a call or a batch.
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "notice": partial(handle_notice, label)
+        }
+        #: The open requests of a decoupled model (None for every other model).
+        self.streams: ResponseStreams | None = None
 
     @property
     def pid(self) -> int | None:
@@ -135,9 +145,12 @@ class WorkerProcess:
     # -- messaging --------------------------------------------------------------------
 
     def _on_message(self, message: Any) -> None:
-        if message.get("op") == "notice":  # sent unasked, never a reply
-            handle_notice(self.label, message)
-            return
+        handlers = self.handlers
+        if handlers:
+            handler = handlers.get(message.get("op"))
+            if handler is not None:
+                handler(message)
+                return
         if self._batch is not None:
             self._on_batch_message(message)
             return
@@ -165,6 +178,8 @@ class WorkerProcess:
             self.on_exit(self)
         if batch is not None and not batch[1].done():
             batch[1].set_exception(died)
+        if self.streams is not None:
+            self.streams.fail_all(died)
 
     async def call(self, message: Any, timeout: float | None = None) -> Any:
         """Send one message and wait for the reply (raises the worker's error)."""
@@ -216,6 +231,12 @@ class WorkerProcess:
         return await self.call({"op": "load", **spec}, timeout)
 
     async def initialize(self, spec: dict[str, Any], timeout: float) -> None:
+        policy = spec.get("config", {}).get("model_transaction_policy", {})
+        if policy.get("decoupled") and self.streams is None:
+            assert self._fd_sock is not None
+            flags = self._new_arena("flags", _FLAGS_ARENA)
+            self.streams = ResponseStreams(self.label, flags, self._fd_sock)
+            self.handlers["resp"] = self.streams.on_response
         reply = await self.call({"op": "init", **spec}, timeout)
         self.model_ready = bool(reply.get("ready", True))
 
@@ -229,6 +250,9 @@ class WorkerProcess:
     async def _reap(self, timeout: float) -> None:
         proc = self._proc
         self._alive = False
+        if self.streams is not None:
+            # Decoupled requests the model never ended end now, not never.
+            self.streams.fail_all(Unavailable(f"instance '{self.label}' was stopped"))
         if self._transport is not None:
             self._transport.close()
             self._transport = None
@@ -250,6 +274,8 @@ class WorkerProcess:
         self._close_arenas()
 
     def _close_arenas(self) -> None:
+        if self.streams is not None:
+            self.streams.close()
         for arena in (self._in_arena, self._out_arena, *self._retired):
             if arena is not None:
                 arena.close()
@@ -270,11 +296,15 @@ class WorkerProcess:
             raise WorkerDied(f"instance '{self.label}' is not running")
         if self._batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
-        frame = None
-        if len(batch) == 1:
-            frame = self._write_cached(batch[0])
-        if frame is None:
-            frame = self._write_batch(batch)
+        streams = self.streams
+        if streams is not None:
+            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch))
+        else:
+            frame = None
+            if len(batch) == 1:
+                frame = self._write_cached(batch[0])
+            if frame is None:
+                frame = self._write_batch(batch)
         done: Completion[list[InferResponse]] = Completion()
         self._batch = (batch, done)
         self._transport.write(frame)
@@ -322,6 +352,9 @@ class WorkerProcess:
 
     def cancel(self, request: InferRequest) -> None:
         """Raise the cancellation flag the model sees through ``request.is_cancelled()``."""
+        if self.streams is not None:
+            self.streams.cancel(request)
+            return
         if self._batch is None or self._in_arena is None or self._in_arena.buf is None:
             return
         for index, queued in enumerate(self._batch[0]):

@@ -8,6 +8,7 @@ instance keeps serving.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import sys
@@ -18,7 +19,9 @@ from typing import Any
 import numpy as np
 
 from tritium.backends.python import pb_utils
+from tritium.backends.python.coroutines import CoroutineRunner
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
+from tritium.backends.python.response_sender import ResponseSender, ResponseStream
 from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
@@ -38,6 +41,10 @@ _CODE_NAMES = [
 
 
 _new_tensor = object.__new__
+
+
+def _flag_reader(buf: Any, slot: int) -> Any:
+    return lambda: buf[slot] != 0
 
 
 class ModelLoadError(Exception):
@@ -65,6 +72,8 @@ class ModelHost:
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
         self._all_outputs: list[str] = []
         self._has_is_ready = False
+        self.decoupled = False
+        self.coroutines = CoroutineRunner()
 
     # -- loading ------------------------------------------------------------------------
 
@@ -120,6 +129,7 @@ class ModelHost:
     def initialize(self, message: dict[str, Any]) -> None:
         self.config = message["config"]
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
+        self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.instance_name = message["instance_name"]
         args = {
             "model_config": json.dumps(self.config),
@@ -134,7 +144,9 @@ class ModelHost:
             self.model = self.model_class()
             init = getattr(self.model, "initialize", None)
             if init is not None:
-                init(args)
+                result = init(args)
+                if asyncio.iscoroutine(result):
+                    self.coroutines.run(result)
             self._has_is_ready = callable(getattr(self.model, "is_ready", None))
         except Exception as exc:
             log_exception()
@@ -160,8 +172,13 @@ class ModelHost:
     def finalize(self) -> None:
         model, self.model = self.model, None
         fin = getattr(model, "finalize", None)
-        if fin is not None:
-            fin()
+        try:
+            if fin is not None:
+                result = fin()
+                if asyncio.iscoroutine(result):
+                    self.coroutines.run(result)
+        finally:
+            self.coroutines.stop()
 
     # -- execution ----------------------------------------------------------------------
 
@@ -223,6 +240,8 @@ class ModelHost:
         t1 = time.monotonic_ns()
         try:
             result = self.model.execute(requests)
+            if type(result) is not list and asyncio.iscoroutine(result):
+                result = self.coroutines.run(result)  # awaited, as Triton does
         except Exception as exc:
             log_exception()
             message = (
@@ -243,6 +262,65 @@ class ModelHost:
             self._pending_end = end
             return {"op": "need", "size": end}
         return self._write(replies, placed, out_arena, end)
+
+    def execute_decoupled(
+        self,
+        items: list[dict[str, Any] | int],
+        slots: list[int],
+        in_arena: Arena,
+        flags: Arena,
+        stream: ResponseStream,
+    ) -> dict:
+        """Run ``execute`` for a decoupled model: every request gets a response sender
+        for its slot (its cancellation flag is byte ``slot`` of ``flags``), and its
+        responses travel on ``stream`` as they are sent. The reply only says the batch
+        was taken; an ``async def execute`` goes on in the background."""
+        t0 = time.monotonic_ns()
+        requests = self._build_requests(items, in_arena)
+        flag_buf = flags.buf
+        senders = []
+        for request, slot in zip(requests, slots):
+            # The input arena takes the next batch while this one may still be running.
+            for tensor in request._inputs:
+                if tensor._array.dtype != object:
+                    tensor._array = tensor._array.copy()
+            cancelled = _flag_reader(flag_buf, slot)
+            request._is_cancelled = cancelled
+            sender = ResponseSender(stream, slot, request._requested_output_names, cancelled)
+            request._response_sender = sender
+            senders.append(sender)
+        t1 = time.monotonic_ns()
+        try:
+            result = self.model.execute(requests)
+            if asyncio.iscoroutine(result):
+                future = self.coroutines.submit(result)
+                future.add_done_callback(lambda done: self._decoupled_done(done, senders))
+            elif result is not None:
+                raise pb_utils.TritonModelException(
+                    f"Python model '{self.instance_name}' is using the decoupled mode and the "
+                    "execute function must return None."
+                )
+        except Exception as exc:
+            log_exception()
+            self._fail_senders(senders, exc)
+        t2 = time.monotonic_ns()
+        taken: list[dict | int] = [{"outputs": []}]
+        taken.extend([0] * (len(requests) - 1))
+        return {"op": "result", "responses": taken, "t": [t1 - t0, t2 - t1, 0], "end": 0}
+
+    def _decoupled_done(self, done: Any, senders: list[ResponseSender]) -> None:
+        exc = done.exception()
+        if exc is not None:
+            log_exception(exc)
+            self._fail_senders(senders, exc)
+
+    def _fail_senders(self, senders: list[ResponseSender], exc: BaseException) -> None:
+        message = (
+            f"Failed to process the request(s) for model '{self.instance_name}', "
+            f"message: {_describe(exc)}"
+        )
+        for sender in senders:
+            sender._fail(message)
 
     def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any], int]:
         """Per-request replies, and every output to write with its aligned arena offset:

@@ -11,13 +11,11 @@ answering (new logging settings).
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from typing import Any
 
 from tritium.backends.python.pb_utils_logger import apply_log_settings
 from tritium.backends.python.pb_utils_metrics import take_updates
-from tritium.ipc import send_message
 
 
 def _log_settings(message: dict[str, Any]) -> None:
@@ -29,8 +27,9 @@ ONE_WAY: dict[str, Callable[[dict[str, Any]], None]] = {
 }
 
 
-def send_notices(ctl: socket.socket) -> None:
-    """Send what is pending (custom-metric updates); nothing when nothing changed."""
+def send_notices(send: Callable[[dict[str, Any]], None]) -> None:
+    """Send what is pending (custom-metric updates) with ``send``; nothing when nothing
+    changed."""
     updates = take_updates()
     if updates is not None:
-        send_message(ctl, {"op": "notice", "kind": "metrics", "updates": updates})
+        send({"op": "notice", "kind": "metrics", "updates": updates})

@@ -7,8 +7,9 @@ Triton's values) from the ``pb_utils_*`` modules, and holds the per-process stat
 worker sets up through the underscore functions :func:`_set_model_dir`,
 :func:`_set_log_verbose` and :func:`_configure_logging`.
 
-Supported: non-decoupled models. BLS (``InferenceRequest.exec``), the decoupled response
-sender and loading models from a model raise ``TritonModelException`` saying so.
+Supported: ordinary and decoupled models (``request.get_response_sender()``, see
+``response_sender``). BLS (``InferenceRequest.exec``) and loading models from a model raise
+``TritonModelException`` saying so.
 """
 
 from __future__ import annotations

@@ -153,13 +153,15 @@ def _emit(level: LogLevel, message: str, depth: int) -> None:
         stream.flush()
 
 
-def log_exception() -> None:
-    """The exception being handled, with its traceback, as one escaped ERROR line.
+def log_exception(exc: BaseException | None = None) -> None:
+    """``exc`` (default: the exception being handled), with its traceback, as one escaped
+    ERROR line.
 
     Used where a worker reports a model's failure: the traceback may hold text from a
     request, so it is quoted like any message rather than written raw.
     """
-    _emit(LogLevel.ERROR, traceback.format_exc().rstrip("\n"), 2)
+    text = traceback.format_exc() if exc is None else "".join(traceback.format_exception(exc))
+    _emit(LogLevel.ERROR, text.rstrip("\n"), 2)
 
 
 class Logger:

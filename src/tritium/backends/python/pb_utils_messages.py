@@ -3,8 +3,8 @@
 Constructor signatures, accessors, parameter rules and error texts follow Triton's Python
 backend. Requests the server hands to ``execute`` are built by the worker through
 :meth:`InferenceRequest._from_server`; cancellation state stays with the worker, which
-passes a callable. Features not supported here yet (BLS ``exec``/``async_exec``, the
-decoupled response sender, request rescheduling) raise ``TritonModelException`` saying so.
+passes a callable, and so does the response sender of a decoupled model's requests.
+Features not supported here yet (BLS ``exec``/``async_exec``, request rescheduling) raise ``TritonModelException`` saying so.
 """
 
 from __future__ import annotations
@@ -113,6 +113,7 @@ class InferenceRequest:
         "_parameters",
         "_is_cancelled",
         "_release_flags",
+        "_response_sender",
     )
 
     def __init__(
@@ -163,6 +164,7 @@ class InferenceRequest:
         self._parameters = parameters_to_json(parameters)
         self._is_cancelled: Callable[[], bool] | None = None
         self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._response_sender: Any = None
 
     @classmethod
     def _from_server(
@@ -227,6 +229,7 @@ class InferenceRequest:
         request._parameters = parameters_json
         request._is_cancelled = is_cancelled
         request._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        request._response_sender = None
         return request
 
     def inputs(self) -> list[Tensor]:
@@ -265,10 +268,15 @@ class InferenceRequest:
         return self._is_cancelled() if self._is_cancelled is not None else False
 
     def get_response_sender(self) -> Any:
-        raise TritonModelException(
-            "get_response_sender() is for decoupled models, which are not supported yet; "
-            "return a list of InferenceResponse objects from execute() instead"
-        )
+        """The request's ``InferenceResponseSender`` (decoupled models)."""
+        sender = self._response_sender
+        if sender is None:
+            raise TritonModelException(
+                "get_response_sender() is only available to models using the decoupled "
+                "transaction policy; return a list of InferenceResponse objects from "
+                "execute() instead"
+            )
+        return sender
 
     def set_release_flags(self, flags: int) -> None:
         if flags & TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:

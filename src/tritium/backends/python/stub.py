@@ -15,10 +15,12 @@ import os
 import signal
 import socket
 import sys
+import threading
 import traceback
 
 from tritium.backends.python.model_host import ModelHost
 from tritium.backends.python.notices import ONE_WAY, send_notices
+from tritium.backends.python.response_sender import ResponseStream
 from tritium.core.heap import settle_heap
 from tritium.ipc import Arena, MessageReader, recv_fd, send_message
 
@@ -39,6 +41,13 @@ class Worker:
         self.arenas: dict[str, Arena] = {}
         self.host: ModelHost | None = None
         self.reader = MessageReader(ctl)
+        # Replies and decoupled responses (sent from any thread) share the socket.
+        self._send_lock = threading.Lock()
+        self.responses = ResponseStream(self.send, fds)
+
+    def send(self, message: dict) -> None:
+        with self._send_lock:
+            send_message(self.ctl, message)
 
     def run(self) -> None:
         while True:
@@ -61,8 +70,8 @@ class Worker:
                 if not isinstance(code, str):
                     code = "INTERNAL"
                 reply = {"op": "error", "code": code, "message": str(exc)}
-            send_notices(self.ctl)
-            send_message(self.ctl, reply)
+            send_notices(self.send)
+            self.send(reply)
             if op == "fini":
                 return
 
@@ -76,7 +85,18 @@ class Worker:
     def dispatch(self, op: str, message: dict) -> dict:
         if op == "exec":
             assert self.host is not None
-            reply = self.host.execute(message["requests"], self.arenas["in"], self.arenas["out"])
+            if self.host.decoupled:
+                reply = self.host.execute_decoupled(
+                    message["requests"],
+                    message["slots"],
+                    self.arenas["in"],
+                    self.arenas["flags"],
+                    self.responses,
+                )
+            else:
+                reply = self.host.execute(
+                    message["requests"], self.arenas["in"], self.arenas["out"]
+                )
             if self.host.has_readiness_check:
                 reply["ready"] = self.host.is_ready()
             return reply

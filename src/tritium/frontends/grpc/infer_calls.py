@@ -16,16 +16,17 @@ from google.protobuf.message import DecodeError
 from tritonclient.grpc import service_pb2
 
 from tritium.core.completion import Completion
-from tritium.core.errors import TritiumError
+from tritium.core.errors import DecoupledRefused, TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.infer_response_bytes import (
+    FINAL_RESPONSE_FIELD,
     encode_infer_response_bytes,
     stream_response_bytes,
 )
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
-from tritium.service import Service
+from tritium.service import DecoupledCall, Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
@@ -50,6 +51,17 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------- infer
 
 
+#: Triton's text for a unary ModelInfer on a decoupled model (UNIMPLEMENTED).
+DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
+
+
+def _submit_unary(service: Service, request: Any) -> Completion:
+    try:
+        return service.submit(request)
+    except DecoupledRefused as exc:
+        raise DecoupledRefused(DECOUPLED_REFUSED) from exc
+
+
 def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
     if response.error is not None:
         raise response.error
@@ -64,7 +76,7 @@ def begin_infer(
     Cancelling the returned future drops the request if it is still queued.
     """
     request = decode_infer_request(message)
-    future = service.submit(request)
+    future = _submit_unary(service, request)
     request_id = request.id
     return future, lambda response: _finish_infer(request_id, response)
 
@@ -81,7 +93,7 @@ def begin_infer_bytes(
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
     response. Malformed bytes raise protobuf's ``DecodeError``."""
     request = plans.decode(data)
-    return service.submit(request), partial(_finish_infer_bytes, request.id)
+    return _submit_unary(service, request), partial(_finish_infer_bytes, request.id)
 
 
 async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
@@ -89,15 +101,20 @@ async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferR
     return finish(await future)
 
 
-def stream_error(message: Any, text: str) -> service_pb2.ModelStreamInferResponse:
+def stream_error(
+    message: Any, text: str, final: bool = True
+) -> service_pb2.ModelStreamInferResponse:
     """A stream reply for a failed request (a ``ModelInferRequest`` or the core request
-    decoded from it): the id and model let a client match it."""
-    return service_pb2.ModelStreamInferResponse(
+    decoded from it): the id and model let a client match it; ``triton_final_response``
+    says whether more replies follow for it, as in Triton."""
+    reply = service_pb2.ModelStreamInferResponse(
         error_message=text,
         infer_response=service_pb2.ModelInferResponse(
             model_name=message.model_name, model_version=message.model_version, id=message.id
         ),
     )
+    reply.infer_response.parameters["triton_final_response"].bool_param = final
+    return reply
 
 
 class InferStream:
@@ -112,7 +129,7 @@ class InferStream:
     successful requests are emitted serialised (``bytes``).
     """
 
-    __slots__ = ("_service", "_emit", "_plans", "_pending", "on_idle", "closed")
+    __slots__ = ("_service", "_emit", "_plans", "_pending", "_reply", "on_idle", "closed")
 
     def __init__(
         self,
@@ -123,7 +140,8 @@ class InferStream:
         self._service = service
         self._emit = emit
         self._plans = plans
-        self._pending: set[Completion] = set()
+        self._pending: set[Any] = set()
+        self._reply = self._decoupled_reply  # bound once: passed with every request
         self.on_idle: Callable[[], None] | None = None
         self.closed = False
 
@@ -133,14 +151,21 @@ class InferStream:
         return len(self._pending)
 
     def push(self, message: service_pb2.ModelInferRequest) -> None:
-        """Submit one request; its reply is emitted when it completes."""
+        """Submit one request; its reply is emitted when it completes (a decoupled
+        model's replies as the model sends them)."""
         try:
-            future, finish = begin_infer(self._service, message)
+            request = decode_infer_request(message)
+            future = self._service.submit(request, self._reply)
         except Exception as exc:
             self._emit(_stream_failure(message, exc))
             return
         self._pending.add(future)
-        future.add_done_callback(lambda done: self._done(message, finish, done))
+        if type(future) is DecoupledCall:
+            return
+        request_id = request.id
+        future.add_done_callback(
+            lambda done: self._done(message, partial(_finish_infer, request_id), done)
+        )
 
     def push_bytes(self, data: bytes | memoryview) -> None:
         """Submit one serialised request (needs ``plans``); malformed bytes raise
@@ -154,12 +179,53 @@ class InferStream:
             self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
             return
         try:
-            future = self._service.submit(request)
+            future = self._service.submit(request, self._reply)
         except Exception as exc:
             self._emit(_stream_failure(request, exc))
             return
         self._pending.add(future)
-        future.add_done_callback(partial(self._done_bytes, request))
+        if type(future) is not DecoupledCall:
+            future.add_done_callback(partial(self._done_bytes, request))
+
+    def _decoupled_reply(
+        self, call: DecoupledCall, response: InferResponse | None, final: bool
+    ) -> None:
+        """One response of a decoupled model's request, as Triton's stream writes it:
+        every reply says ``triton_final_response``; a final mark without a response is
+        an empty reply only when the request asked for it."""
+        if final:
+            self._pending.discard(call)
+        if not self.closed:
+            request = call.request
+            if response is not None and response.error is not None:
+                _, text = call_status(response.error, "stream inference")
+                reply: Any = stream_error(request, text, final)
+            elif response is not None or request.empty_final:
+                if response is None:  # names the model and version as the request did
+                    response = InferResponse(request.model_name, request.model_version, request.id)
+                if self._plans is None:  # a transport that sends message objects
+                    response.parameters["triton_final_response"] = final
+                    reply = service_pb2.ModelStreamInferResponse(
+                        infer_response=encode_infer_response(response, request.id)
+                    )
+                elif response.parameters:
+                    response.parameters["triton_final_response"] = final
+                    reply = stream_response_bytes(
+                        encode_infer_response_bytes(response, request.id)
+                    )
+                else:
+                    # The usual case: the fast encoding, with the parameter's field
+                    # appended (protobuf fields may come in any order).
+                    reply = stream_response_bytes(
+                        encode_infer_response_bytes(response, request.id),
+                        FINAL_RESPONSE_FIELD[final],
+                    )
+            else:
+                reply = None
+            if reply is not None:
+                self._emit(reply)
+        if final and not self._pending and self.on_idle is not None:
+            self.on_idle()
 
     def _done_bytes(self, request: Any, done: Completion) -> None:
         """:meth:`_done` for a request pushed as bytes: the reply is emitted as bytes."""
@@ -170,7 +236,9 @@ class InferStream:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            reply: Any = stream_response_bytes(encode_infer_response_bytes(response, request.id))
+            reply: Any = stream_response_bytes(
+                encode_infer_response_bytes(response, request.id), FINAL_RESPONSE_FIELD[True]
+            )
         except Exception as exc:
             reply = _stream_failure(request, exc)
         self._emit(reply)
@@ -184,9 +252,10 @@ class InferStream:
         try:
             result = finish(done.result())
             if type(result) is bytes:
-                reply: Any = stream_response_bytes(result)
+                reply: Any = stream_response_bytes(result, FINAL_RESPONSE_FIELD[True])
             else:
                 reply = service_pb2.ModelStreamInferResponse(infer_response=result)
+                reply.infer_response.parameters["triton_final_response"].bool_param = True
         except Exception as exc:
             reply = _stream_failure(message, exc)
         self._emit(reply)
@@ -206,6 +275,15 @@ def _stream_failure(message: Any, exc: BaseException) -> service_pb2.ModelStream
     return stream_error(message, text)
 
 
+#: Reply bytes one grpcio ModelStreamInfer call may hold for a client that is not reading
+#: them (a decoupled model keeps producing); past it the call ends RESOURCE_EXHAUSTED.
+MAX_STREAM_REPLY_BYTES = 64 << 20
+
+
+class StreamBacklogExceeded(Exception):
+    """The client of a stream stopped reading while its responses kept coming."""
+
+
 async def model_stream_infer(
     service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
@@ -213,10 +291,28 @@ async def model_stream_infer(
 
     At most :data:`MAX_STREAM_BACKLOG` requests are in flight or answered but not yet
     taken by the transport; past that, no further request is read until the client
-    takes its replies."""
+    takes its replies. Replies waiting for the client are capped at
+    :data:`MAX_STREAM_REPLY_BYTES`: past that, every request of the stream is cancelled
+    and :class:`StreamBacklogExceeded` ends the call."""
     loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
-    stream = InferStream(service, replies.put_nowait)
+    waiting = [0]  # bytes of the replies in the queue
+    overflow: list[bool] = []
+
+    def emit(reply: service_pb2.ModelStreamInferResponse) -> None:
+        if overflow:
+            return
+        waiting[0] += reply.ByteSize()
+        if waiting[0] > MAX_STREAM_REPLY_BYTES:
+            overflow.append(True)
+            stream.cancel()
+            while not replies.empty():  # dropped: the call ends with an error anyway
+                replies.get_nowait()
+            replies.put_nowait(None)
+            return
+        replies.put_nowait(reply)
+
+    stream = InferStream(service, emit)
     finished = loop.create_future()
     room: list[asyncio.Future] = []  # the reader's wait for the backlog to shrink
 
@@ -240,11 +336,17 @@ async def model_stream_infer(
     reader = asyncio.ensure_future(read())
     try:
         while (reply := await replies.get()) is not None:
+            waiting[0] -= reply.ByteSize()
             while room:
                 waiter = room.pop()
                 if not waiter.done():
                     waiter.set_result(None)
             yield reply
+        if overflow:
+            raise StreamBacklogExceeded(
+                f"stream reset: more than {MAX_STREAM_REPLY_BYTES >> 20} MiB of responses "
+                "were waiting for the client to read them"
+            )
         await reader  # surfaces a broken request stream
     finally:
         reader.cancel()

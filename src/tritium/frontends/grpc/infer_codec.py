@@ -127,8 +127,12 @@ def _apply_parameters(params: Any, request: InferRequest) -> None:
                 request.timeout_us = value
         elif key == "triton_enable_empty_final_response":
             # Sent by Triton's own streaming clients (perf_analyzer); it only matters for
-            # decoupled models, which end every stream response with a final flag anyway.
-            continue
+            # decoupled models on a stream.
+            if choice != "bool_param":
+                raise InvalidArgument(
+                    f"invalid value type for '{key}' parameter, expected bool_param."
+                )
+            request.empty_final = value
         elif key.startswith("triton_"):
             raise InvalidArgument(
                 "parameter keys starting with 'triton_' are reserved for Triton usage. Only "

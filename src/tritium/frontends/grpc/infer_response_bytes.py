@@ -100,6 +100,18 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     return b"".join(parts)
 
 
-def stream_response_bytes(infer_response: bytes) -> bytes:
-    """A serialised ``ModelStreamInferResponse`` carrying one serialised response."""
-    return _INFER_RESPONSE_TAG + _varint(len(infer_response)) + infer_response
+#: ``ModelInferResponse`` fields holding only ``triton_final_response`` = key, appended to
+#: a serialised response (protobuf fields may come in any order, map entries too).
+FINAL_RESPONSE_FIELD = {
+    final: service_pb2.ModelInferResponse(
+        parameters={"triton_final_response": service_pb2.InferParameter(bool_param=final)}
+    ).SerializeToString()
+    for final in (False, True)
+}
+
+
+def stream_response_bytes(infer_response: bytes, suffix: bytes = b"") -> bytes:
+    """A serialised ``ModelStreamInferResponse`` carrying one serialised response, with
+    ``suffix`` (more serialised ``ModelInferResponse`` fields) appended to it."""
+    size = len(infer_response) + len(suffix)
+    return b"".join((_INFER_RESPONSE_TAG, _varint(size), infer_response, suffix))

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import grpc
 
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
-from tritium.frontends.grpc.infer_calls import call_status
+from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_status
 from tritium.service import Service
 
 _STATUS_BY_VALUE: dict[int, grpc.StatusCode] = {s.value[0]: s for s in grpc.StatusCode}
@@ -90,8 +90,11 @@ def _stream(method: Method, service: Service, compression: grpc.Compression | No
     ) -> AsyncIterator[Any]:
         if compression is not None:
             context.set_compression(compression)
-        async for reply in handler(service, requests):
-            yield reply
+        try:
+            async for reply in handler(service, requests):
+                yield reply
+        except StreamBacklogExceeded as exc:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
 
     return call
 

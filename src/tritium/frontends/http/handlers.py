@@ -16,13 +16,20 @@ from functools import partial
 import orjson
 
 from tritium.core.completion import Completion
-from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unsupported
+from tritium.core.errors import (
+    DecoupledRefused,
+    InvalidArgument,
+    NotFound,
+    TritiumError,
+    Unsupported,
+)
 from tritium.frontends.http.compression import (
     compress,
     decompress,
     request_encoding,
     response_encoding,
 )
+from tritium.frontends.http.generate import GenerateRoutes
 from tritium.frontends.http.infer_decode import (
     OutputPrefs,
     decode_infer_request,
@@ -52,6 +59,9 @@ from tritium.frontends.http.service_api import (
 )
 
 logger = logging.getLogger("tritium.frontends.http")
+
+#: Triton's text for ``/infer`` on a decoupled model (501); ``generate_stream`` serves them.
+DECOUPLED_REFUSED = "HTTP end point doesn't support models with decoupled transaction policy"
 
 _NOT_READY_EMPTY = HttpResponse(400, b"", CONTENT_TEXT)
 _MODEL_NOT_READY = error_response(400, "Model version not ready", CONTENT_TEXT)
@@ -87,6 +97,7 @@ class KServeRoutes:
         if hasattr(self._service, "log_settings"):
             ObservabilityRoutes(self._service).register(router)
         RepositoryRoutes(self._service).register(router)
+        GenerateRoutes(self._service).register(router)
 
     # ------------------------------------------------------------ server
 
@@ -180,6 +191,8 @@ class KServeRoutes:
                 config = service.model_config(model, version)
                 infer_request, prefs = decode_raw_request(model, version, body, config)
             done = service.submit(infer_request)
+        except DecoupledRefused:
+            return from_error(Unsupported(DECOUPLED_REFUSED))
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:

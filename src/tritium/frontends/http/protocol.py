@@ -22,6 +22,7 @@ import httptools
 
 from tritium.core.completion import Completion
 from tritium.frontends.http.compression import too_large_message
+from tritium.frontends.http.event_stream import MAX_UNSENT_BYTES, EventStream
 from tritium.frontends.http.messages import (
     METHOD_NOT_ALLOWED,
     NOT_FOUND,
@@ -33,6 +34,7 @@ from tritium.frontends.http.messages import (
 from tritium.frontends.http.request_heads import RequestHead, planned_head
 from tritium.frontends.http.response_bytes import response_bytes
 from tritium.frontends.http.router import Router
+from tritium.frontends.http.status import status_line
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -44,7 +46,7 @@ _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 class _Slot:
     """One request's place in the connection's response order."""
 
-    __slots__ = ("keep_alive", "http10", "response", "task", "pending")
+    __slots__ = ("keep_alive", "http10", "response", "task", "pending", "stream")
 
     def __init__(self, keep_alive: bool, http10: bool) -> None:
         self.keep_alive = keep_alive
@@ -52,6 +54,8 @@ class _Slot:
         self.response: HttpResponse | None = None
         self.task: asyncio.Task | None = None
         self.pending: Completion | None = None
+        #: A body written as it is produced; ``response`` then holds its head.
+        self.stream: EventStream | None = None
 
 
 class HttpProtocol(asyncio.Protocol):
@@ -108,6 +112,8 @@ class HttpProtocol(asyncio.Protocol):
                 slot.task.cancel()  # nobody is left to read the answer
             if slot.pending is not None:
                 slot.pending.cancel()
+            if slot.stream is not None:
+                slot.stream.cancel()
         self._queue.clear()
         if not self.closed.done():
             self.closed.set_result(None)
@@ -317,6 +323,10 @@ class HttpProtocol(asyncio.Protocol):
         elif isinstance(result, DeferredResponse):
             slot.pending = result.future
             result.future.add_done_callback(partial(self._deferred_done, slot, result.finish))
+        elif isinstance(result, EventStream):
+            slot.stream = result
+            slot.response = HttpResponse(result.status, b"", result.content_type)
+            result.on_abort = self.abort
         else:
             slot.task = self._loop.create_task(self._complete(slot, result))
         if self._debug:
@@ -372,6 +382,9 @@ class HttpProtocol(asyncio.Protocol):
     def _flush(self) -> None:
         queue = self._queue
         while queue and queue[0].response is not None:
+            stream = queue[0].stream
+            if stream is not None and not self._stream_finished(queue[0], stream):
+                break  # the rest waits until this body is complete
             if not self._write(queue.popleft()):
                 self._transport.close()  # type: ignore[union-attr]
                 return
@@ -388,8 +401,47 @@ class HttpProtocol(asyncio.Protocol):
         keep = slot.keep_alive and not response.close
         if keep and self._stop_parsing and not self._queue and not self._in_message:
             keep = False  # the last answer this connection will give
+        if slot.stream is not None:
+            if slot.stream.closed:
+                return False  # cut off: the body is incomplete, only closing says so
+            if not slot.http10:
+                self._transport.write(b"0\r\n\r\n")  # type: ignore[union-attr]
+            return keep
         self._transport.write(response_bytes(response, keep, slot.http10))  # type: ignore[union-attr]
         return keep
+
+    # ------------------------------------------------------------- streaming
+
+    def _stream_finished(self, slot: _Slot, stream: EventStream) -> bool:
+        """Start ``slot``'s streamed body if it has not started; True once it ended."""
+        if stream.closed:
+            return True
+        if not stream.started:
+            head = slot.response
+            assert head is not None and self._transport is not None
+            chunked = not slot.http10
+            parts = [status_line(head.status, slot.http10)]
+            if head.content_type is not None:
+                parts.append(b"Content-Type: " + head.content_type + b"\r\n")
+            parts.append(
+                b"Transfer-Encoding: chunked\r\n\r\n" if chunked else b"Connection: close\r\n\r\n"
+            )
+            if not chunked:
+                slot.keep_alive = False
+            self._transport.write(b"".join(parts))
+            stream.attach(partial(self._stream_write, chunked), partial(self._stream_ended, slot))
+        return stream.ended or stream.closed
+
+    def _stream_write(self, chunked: bool, data: bytes) -> bool:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return False
+        transport.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
+        return transport.get_write_buffer_size() <= MAX_UNSENT_BYTES
+
+    def _stream_ended(self, slot: _Slot) -> None:
+        if self._queue and self._queue[0] is slot:
+            self._flush()
 
     def _update_reading(self) -> None:
         transport = self._transport

@@ -1,0 +1,99 @@
+"""One request to a decoupled model, as the frontends see it: zero or more responses,
+then a final mark, delivered as the model sends them.
+
+The frontend gives a callback ``emit(call, response | None, final)``; the call stamps
+every response with the model, version and request id the client expects, counts the
+request once it is final, turns a failure before ``execute`` (full queue, instance gone,
+unloading) into a final error response, and after :meth:`DecoupledCall.cancel` (the
+client went away) delivers nothing more while the model sees ``is_cancelled()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tritium.core import Completion, InferRequest, InferResponse
+from tritium.core.clock import now_ns
+from tritium.core.errors import InternalError, TritiumError
+
+if TYPE_CHECKING:
+    from tritium.service.models import LoadedVersion
+
+#: ``emit(call, response, final)``: a response (None for a final mark without one).
+Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]
+
+
+class DecoupledCall:
+    __slots__ = ("request", "_loaded", "_emit", "_scheduled", "done", "cancelled")
+
+    def __init__(self, loaded: LoadedVersion, request: InferRequest, emit: Emit) -> None:
+        self.request = request
+        self._loaded = loaded
+        self._emit = emit
+        self._scheduled: Completion | None = None
+        #: True once the final response went out (or the call was cancelled).
+        self.done = False
+        self.cancelled = False
+
+    @property
+    def model_name(self) -> str:
+        return self._loaded.name
+
+    @property
+    def model_version(self) -> str:
+        return self._loaded.version_str
+
+    def start(self, scheduled: Completion) -> None:
+        """Follow the scheduler's completion (settled when ``execute`` has the batch)."""
+        self._scheduled = scheduled
+        scheduled.add_done_callback(self._taken)
+
+    def _taken(self, scheduled: Completion) -> None:
+        if self.done or scheduled.cancelled():
+            return
+        exc = scheduled.exception()
+        if exc is None:
+            return  # responses come through on_response
+        if not isinstance(exc, TritiumError):
+            exc = InternalError(str(exc))
+        response = InferResponse(self._loaded.name, self._loaded.version_str, self.request.id)
+        response.error = exc
+        self._finish(response)
+
+    def on_response(self, response: InferResponse | None, final: bool) -> None:
+        """From the instance: one response as the model sent it."""
+        if self.done:
+            return
+        if response is not None:
+            response.model_name = self._loaded.name
+            response.model_version = self._loaded.version_str
+            response.id = self.request.id
+        if final:
+            self._finish(response)
+        else:
+            self._emit(self, response, False)
+
+    def _finish(self, response: InferResponse | None) -> None:
+        self.done = True
+        request = self.request
+        request.responses = None  # no cycle left for the collector
+        start = request.arrival_ns
+        ok = response is None or response.error is None
+        dispatched = request.dispatch_ns or start
+        self._loaded.stats.record_request(ok, now_ns() - start, dispatched - start)
+        self._emit(self, response, True)
+
+    def cancel(self) -> None:
+        """The client went away: drop the request if queued, else flag it cancelled
+        for the model; nothing more is emitted."""
+        if self.done:
+            return
+        self.done = self.cancelled = True
+        self.request.responses = None  # what the model still sends goes nowhere
+        scheduled = self._scheduled
+        if scheduled is not None and not scheduled.done():
+            scheduled.cancel()
+            return
+        for instance in self._loaded.instances:
+            instance.cancel(self.request)
