@@ -463,3 +463,31 @@ def test_leaving_an_aio_stream_cancels_its_request(server: ServerProcess) -> Non
 
     asyncio.run(asyncio.wait_for(run(), 60))
     assert _wait_for_cancel_note(server, before) < 100
+
+
+def test_classification_applies_to_each_streamed_response(server: ServerProcess) -> None:
+    # Each response of a decoupled model is classified as a single response would be.
+    results: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    client.start_stream(callback=lambda result, error: results.put((result, error)))
+    try:
+        tensor = grpcclient.InferInput("COUNT", [1], "INT32")
+        tensor.set_data_from_numpy(np.array([2], dtype=np.int32))
+        client.async_stream_infer(
+            "decoupled_words",
+            [tensor],
+            request_id="cls",
+            outputs=[grpcclient.InferRequestedOutput("INDEX", class_count=1)],
+            enable_empty_final_response=True,
+        )
+        classes = []
+        while True:
+            result, error = results.get(timeout=30)
+            assert error is None, error
+            if result.get_response().parameters["triton_final_response"].bool_param:
+                break
+            classes.append(result.as_numpy("INDEX")[0].decode())
+        assert classes == ["0:0", "1:0"]
+    finally:
+        client.stop_stream()
+        client.close()

@@ -66,9 +66,16 @@ class DecoupledCall:
         if self.done:
             return
         if response is not None:
-            response.model_name = self._loaded.name
-            response.model_version = self._loaded.version_str
+            loaded = self._loaded
+            response.model_name = loaded.name
+            response.model_version = loaded.version_str
             response.id = self.request.id
+            if response.error is None:
+                # Each streamed response is shaped as a single one would be.
+                if loaded.reshaper is not None:
+                    loaded.reshaper.apply(response)
+                if self.request.classification:
+                    loaded.classifier.apply(response, self.request.classification)
         if final:
             self._finish(response)
         else:
