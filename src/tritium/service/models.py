@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tritium import config as cfg
 from tritium import repository as repo
+from tritium.core import Completion, InferRequest
 from tritium.core.errors import NotFound, TritiumError, Unavailable
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, DynamicBatcher
+from tritium.service import ensembles
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
 
@@ -123,6 +125,9 @@ class ModelManager:
         self.roots = roots
         self.options = options
         self.models: dict[str, ModelEntry] = {}
+        # The service's submit, set when the service is built: ensembles submit their steps
+        # (and model code its BLS requests) through it.
+        self.submit_step: Callable[[InferRequest], Completion] | None = None
 
     # -- queries ------------------------------------------------------------------------
 
@@ -179,6 +184,7 @@ class ModelManager:
             None, repo.scan_repositories, self.roots
         )
         if only is not None:
+            only = ensembles.with_dependencies(sources, only, self.options.model_config_name)
             unknown = sorted(set(only) - set(sources))
             for name in unknown:
                 self.models[name] = ModelEntry(
@@ -190,7 +196,12 @@ class ModelManager:
             sources = {name: src for name, src in sources.items() if name in only}
         for name, source in sources.items():
             self.models[name] = ModelEntry(name, source, state="LOADING")
-        await asyncio.gather(*(self._load(self.models[name]) for name in sorted(sources)))
+        # Ensembles load after the models their steps name.
+        waves = await asyncio.get_running_loop().run_in_executor(
+            None, ensembles.load_waves, sources, list(sources), self.options.model_config_name
+        )
+        for wave in waves:
+            await asyncio.gather(*(self._load(self.models[name]) for name in wave))
 
     async def _load(self, entry: ModelEntry) -> None:
         try:
@@ -230,6 +241,9 @@ class ModelManager:
     async def _load_versions(self, entry: ModelEntry) -> None:
         name = entry.name
         pb, available = await self._read_config(entry)
+        if ensembles.is_ensemble(pb):
+            await ensembles.load_ensemble(self, entry, pb, available)
+            return
         selection = repo.select_versions(pb.version_policy, available)
         if not selection.selected:
             raise Unavailable(

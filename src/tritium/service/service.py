@@ -53,6 +53,7 @@ class Service:
         shared_memory: SharedMemoryRegistry | None = None,
     ) -> None:
         self.models = models
+        models.submit_step = self.submit  # ensemble steps and BLS requests enter here
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False
