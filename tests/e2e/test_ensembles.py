@@ -29,7 +29,10 @@ BENCH_ENSEMBLES = ("add_sub_twice", "identity_chain")
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
-    args = ["--model-control-mode=explicit", "--load-model=ens_two_step", "--load-model=ens_diamond",
+    args = [
+        "--model-control-mode=explicit",
+        "--load-model=ens_two_step",
+        "--load-model=ens_diamond",
     ]
     repos: list[Path] = [PIPELINES]
     if BENCH_MODELS.is_dir():
@@ -189,7 +192,10 @@ def test_bench_ensembles_answer(server, protocol):
     try:
         a = np.array([1, 2, 3, 4], np.float32)
         b = np.array([4, 3, 2, 1], np.float32)
-        inputs = [module.InferInput("INPUT0", [4], "FP32"), module.InferInput("INPUT1", [4], "FP32")]
+        inputs = [
+            module.InferInput("INPUT0", [4], "FP32"),
+            module.InferInput("INPUT1", [4], "FP32"),
+        ]
         inputs[0].set_data_from_numpy(a)
         inputs[1].set_data_from_numpy(b)
         result = client.infer("add_sub_twice", inputs)
@@ -213,8 +219,11 @@ INVALID = {
     "bad_twice": (
         "step [ "
         + ", ".join(
-            2 * ['{ model_name: "add_sub" model_version: -1 input_map { key: "INPUT0" value: "A" } '
-                 'input_map { key: "INPUT1" value: "A" } output_map { key: "OUTPUT0" value: "OUT" } }']
+            2
+            * [
+                '{ model_name: "add_sub" model_version: -1 input_map { key: "INPUT0" value: "A" } '
+                'input_map { key: "INPUT1" value: "A" } output_map { key: "OUTPUT0" value: "OUT" } }'
+            ]
         )
         + " ]",
         "ensemble tensor 'OUT' can appear in an output map only once for ensemble 'bad_twice' "
@@ -263,7 +272,6 @@ output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]
 
 
 def test_invalid_ensembles_are_refused_with_the_step_and_tensor(tmp_path: Path):
-
 
     shutil.copytree(ROOT / "examples" / "model_repository" / "add_sub", tmp_path / "add_sub")
     for name, (steps, _) in INVALID.items():

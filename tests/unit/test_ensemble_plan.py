@@ -37,7 +37,12 @@ def lookup(name: str, version: str) -> dict[str, Any] | None:
 
 
 def step(model: str, inputs: dict[str, str], outputs: dict[str, str], version: int = -1) -> dict:
-    return {"model_name": model, "model_version": version, "input_map": inputs, "output_map": outputs}
+    return {
+        "model_name": model,
+        "model_version": version,
+        "input_map": inputs,
+        "output_map": outputs,
+    }
 
 
 def ensemble(steps: list[dict], *, inputs=None, outputs=None, max_batch_size: int = 0) -> dict:  # noqa: ANN001
@@ -76,9 +81,7 @@ def test_two_step_chain_waits_for_the_first_step():
 
 
 def test_diamond_branches_both_start_at_once_and_steps_may_be_listed_in_any_order():
-    config = ensemble(
-        [add_sub("x", "y", "OUT"), add_sub("A", "B", "x"), add_sub("B", "A", "y")]
-    )
+    config = ensemble([add_sub("x", "y", "OUT"), add_sub("A", "B", "x"), add_sub("B", "A", "y")])
     plan = build_plan(config, lookup)
     assert plan.first_steps == (1, 2)
     assert plan.waits == (2, 0, 0)
@@ -92,7 +95,9 @@ def test_unknown_model_names_the_step():
 
 
 def test_unknown_version_is_not_available():
-    message = refusal(ensemble([step("add_sub", {"INPUT0": "A", "INPUT1": "B"}, {"OUTPUT0": "OUT"}, 3)]))
+    message = refusal(
+        ensemble([step("add_sub", {"INPUT0": "A", "INPUT1": "B"}, {"OUTPUT0": "OUT"}, 3)])
+    )
     assert "add_sub version 3 (step 0)" in message
 
 
@@ -124,9 +129,7 @@ def test_ensemble_output_never_produced():
 
 
 def test_cycle_is_named_with_its_steps_and_a_tensor():
-    config = ensemble(
-        [add_sub("A", "y", "x", "OUT"), add_sub("x", "B", "y")]
-    )
+    config = ensemble([add_sub("A", "y", "x", "OUT"), add_sub("x", "B", "y")])
     message = refusal(config)
     assert message.startswith("in ensemble 'ens', steps form a cycle through ensemble tensor")
     assert "step 0 (model 'add_sub') -> step 1 (model 'add_sub')" in message or (
@@ -166,8 +169,12 @@ def test_shape_mismatch_with_the_ensemble_output():
 def test_batching_ensemble_needs_steps_that_batch_as_far():
     inputs = [{"name": "A", "data_type": "TYPE_FP32", "dims": [-1]}]
     outputs = [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [-1]}]
-    ok = ensemble([step("batched", {"X": "A"}, {"Y": "OUT"})], inputs=inputs, outputs=outputs,
-                  max_batch_size=4)
+    ok = ensemble(
+        [step("batched", {"X": "A"}, {"Y": "OUT"})],
+        inputs=inputs,
+        outputs=outputs,
+        max_batch_size=4,
+    )
     assert build_plan(ok, lookup).first_steps == (0,)
     ok["max_batch_size"] = 8
     assert "only allows maximum batch size 4" in refusal(ok)

@@ -37,12 +37,24 @@ DIAMOND = {
     "output": [{"name": "OUT", **T}, {"name": "LEFT", **T}],
     "ensemble_scheduling": {
         "step": [
-            {"model_name": "inc", "model_version": -1, "input_map": {"X": "IN"},
-             "output_map": {"Y": "LEFT"}},
-            {"model_name": "inc", "model_version": -1, "input_map": {"X": "IN"},
-             "output_map": {"Y": "RIGHT"}},
-            {"model_name": "join", "model_version": -1, "input_map": {"A": "LEFT", "B": "RIGHT"},
-             "output_map": {"S": "OUT"}},
+            {
+                "model_name": "inc",
+                "model_version": -1,
+                "input_map": {"X": "IN"},
+                "output_map": {"Y": "LEFT"},
+            },
+            {
+                "model_name": "inc",
+                "model_version": -1,
+                "input_map": {"X": "IN"},
+                "output_map": {"Y": "RIGHT"},
+            },
+            {
+                "model_name": "join",
+                "model_version": -1,
+                "input_map": {"A": "LEFT", "B": "RIGHT"},
+                "output_map": {"S": "OUT"},
+            },
         ]
     },
 }
@@ -75,7 +87,9 @@ def make(steps: FakeSteps) -> EnsembleScheduler:
 def request(outputs: list[str] | None = None) -> InferRequest:
     data = np.array([1.0, 2.0], np.float32)
     return InferRequest(
-        "diamond", id="r1", inputs=[InputTensor("IN", "FP32", (2,), data)],
+        "diamond",
+        id="r1",
+        inputs=[InputTensor("IN", "FP32", (2,), data)],
         outputs=None if outputs is None else [RequestedOutput(n) for n in outputs],
         parameters={"p": 1},
     )

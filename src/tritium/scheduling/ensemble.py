@@ -46,7 +46,14 @@ class _Run:
     """One ensemble request in progress."""
 
     __slots__ = (
-        "request", "waiter", "tensors", "waits", "in_flight", "left", "queue_ns", "started",
+        "request",
+        "waiter",
+        "tensors",
+        "waits",
+        "in_flight",
+        "left",
+        "queue_ns",
+        "started",
     )
 
     def __init__(self, request: InferRequest, waiter: Completion, plan: EnsemblePlan) -> None:
@@ -178,9 +185,7 @@ class EnsembleScheduler:
 
     def _response(self, run: _Run) -> InferResponse:
         request = run.request
-        names = (
-            self.plan.outputs if request.outputs is None else [o.name for o in request.outputs]
-        )
+        names = self.plan.outputs if request.outputs is None else [o.name for o in request.outputs]
         outputs = []
         for name in names:
             datatype, shape, data = run.tensors[name]

@@ -139,9 +139,7 @@ def build_plan(config: dict[str, Any], lookup: ConfigLookup) -> EnsemblePlan:
                 raise fail(f"{label}: model input '{key}' is not mapped in input_map")
         for key, tensor in output_map.items():
             if key not in model_outputs:
-                raise fail(
-                    f"{label}: output_map key '{key}' is not an output of model '{model}'"
-                )
+                raise fail(f"{label}: output_map key '{key}' is not an output of model '{model}'")
             earlier = produced.get(tensor)
             if earlier is not None:
                 # Triton's words, and what produced the tensor first.
@@ -182,8 +180,11 @@ def build_plan(config: dict[str, Any], lookup: ConfigLookup) -> EnsemblePlan:
                 )
             spec = model_inputs[key]
             _check_types(
-                fail, source, _TensorType(spec["data_type"], _full_shape(spec, step_mbs)),
-                f"{step.describe()} input '{key}'", tensor,
+                fail,
+                source,
+                _TensorType(spec["data_type"], _full_shape(spec, step_mbs)),
+                f"{step.describe()} input '{key}'",
+                tensor,
             )
             consumers.setdefault(tensor, []).append(step.index)
             if source[0] != ENSEMBLE_INPUT:
@@ -195,8 +196,11 @@ def build_plan(config: dict[str, Any], lookup: ConfigLookup) -> EnsemblePlan:
         if source is None:
             raise fail(f"ensemble output '{oname}' is not produced by any step")
         _check_types(
-            fail, source, _TensorType(spec["data_type"], _full_shape(spec, max_batch)),
-            f"ensemble output '{oname}'", oname,
+            fail,
+            source,
+            _TensorType(spec["data_type"], _full_shape(spec, max_batch)),
+            f"ensemble output '{oname}'",
+            oname,
         )
 
     _check_acyclic(fail, steps, produced)
@@ -240,8 +244,7 @@ def _check_acyclic(
 ) -> None:
     """Kahn's algorithm over steps; what is left is on (or behind) a cycle."""
     deps = [
-        {produced[t][0] for _, t in s.inputs if produced[t][0] != ENSEMBLE_INPUT}
-        for s in steps
+        {produced[t][0] for _, t in s.inputs if produced[t][0] != ENSEMBLE_INPUT} for s in steps
     ]
     done: set[int] = set()
     progress = True

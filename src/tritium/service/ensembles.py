@@ -47,9 +47,7 @@ def load_waves(
     """``names`` in waves that load one after the other: models that are no ensemble
     first, then each ensemble once every model it names has had its turn. Ensembles that
     depend on each other in a circle come last (they fail: their steps are not loaded)."""
-    deps = {
-        name: _step_models(sources[name].path, name, config_name) for name in sorted(names)
-    }
+    deps = {name: _step_models(sources[name].path, name, config_name) for name in sorted(names)}
     waves: list[list[str]] = [[n for n, d in deps.items() if d is None]]
     placed = set(waves[0])
     left = [n for n, d in deps.items() if d is not None]
