@@ -24,6 +24,7 @@ from tritium.scheduling import BatchingConfig, BatchPolicy, DefaultScheduler, Dy
 from tritium.service import ensembles
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance, WorkerProcess
+from tritium.workers.calls import CallHandler
 
 log = logging.getLogger("tritium.models")
 
@@ -128,6 +129,8 @@ class ModelManager:
         # The service's submit, set when the service is built: ensembles submit their steps
         # (and model code its BLS requests) through it.
         self.submit_step: Callable[[InferRequest], Completion] | None = None
+        # What answers model code's requests (BLS), given to every worker; set by the service.
+        self.call_handler: CallHandler | None = None
 
     # -- queries ------------------------------------------------------------------------
 
@@ -263,7 +266,7 @@ class ModelManager:
         # Auto-complete runs in a worker for the newest version; that worker is then kept as
         # the first instance of that version.
         newest = max(selection.selected)
-        first = WorkerProcess(f"{name}:{newest}")
+        first = WorkerProcess(f"{name}:{newest}", calls=self.call_handler)
         try:
             await first.spawn()
             reply = await first.load(
@@ -322,7 +325,7 @@ class ModelManager:
                 process = spare.pop()
             try:
                 if process is None:
-                    process = WorkerProcess(f"{entry.name}:{version}")
+                    process = WorkerProcess(f"{entry.name}:{version}", calls=self.call_handler)
                     await process.spawn()
                     await process.load(self._load_spec(entry, version, config, False), timeout)
                 await process.initialize(instance.init_message(config), timeout)

@@ -13,6 +13,7 @@ from tritium import __version__
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable, Unsupported
+from tritium.service.bls import BlsEndpoint
 from tritium.service.models import LoadedVersion, ModelManager
 from tritium.service.shared_memory import (
     RequestRegions,
@@ -54,6 +55,7 @@ class Service:
     ) -> None:
         self.models = models
         models.submit_step = self.submit  # ensemble steps and BLS requests enter here
+        models.call_handler = BlsEndpoint(self)
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False
