@@ -52,8 +52,7 @@ class _Run:
         "waits",
         "in_flight",
         "left",
-        "queue_ns",
-        "started",
+        "compute_ns",
     )
 
     def __init__(self, request: InferRequest, waiter: Completion, plan: EnsemblePlan) -> None:
@@ -66,8 +65,7 @@ class _Run:
         self.waits = list(plan.waits)
         self.in_flight: dict[int, Completion] = {}
         self.left = len(plan.steps)
-        self.queue_ns = 0
-        self.started = now_ns()
+        self.compute_ns = 0  # the steps' time on their instances, summed
 
 
 class EnsembleScheduler:
@@ -94,6 +92,9 @@ class EnsembleScheduler:
         self._runs.add(run)
         self._requests += 1
         waiter.add_done_callback(partial(self._finished, run))
+        # The ensemble has no queue of its own: as in Triton, its steps' queue times count
+        # for their models, not for the ensemble.
+        request.dispatch_ns = now_ns()
         for index in self.plan.first_steps:
             if waiter.done():
                 break
@@ -154,7 +155,7 @@ class EnsembleScheduler:
             _fail(waiter, response.error)
             return
         if step_request.dispatch_ns:
-            run.queue_ns += step_request.dispatch_ns - step_request.arrival_ns
+            run.compute_ns += now_ns() - step_request.dispatch_ns
         step = self.plan.steps[index]
         by_name = {o.name: o for o in response.outputs}
         consumers = self.plan.consumers
@@ -185,18 +186,27 @@ class EnsembleScheduler:
 
     def _response(self, run: _Run) -> InferResponse:
         request = run.request
-        names = self.plan.outputs if request.outputs is None else [o.name for o in request.outputs]
+        names = self.plan.outputs
+        if request.outputs is not None:
+            # In the model's order, whatever order they were asked in.
+            wanted = {o.name for o in request.outputs}
+            names = tuple(n for n in names if n in wanted)
         outputs = []
         for name in names:
             datatype, shape, data = run.tensors[name]
             outputs.append(OutputTensor(name, datatype, shape, data))
-        # The ensemble's queue time is its steps' queue time (Triton's statistics).
-        request.dispatch_ns = request.arrival_ns + run.queue_ns
         if self._recorder is not None:
-            self._recorder.record_execution(
-                request.batch_size, 1, 0, now_ns() - run.started - run.queue_ns, 0
-            )
-        return InferResponse(request.model_name, request.model_version, request.id, outputs)
+            # One execution per request; its compute time is its steps' (Triton sums the
+            # composing models' compute times into the ensemble's).
+            self._recorder.record_execution(request.batch_size, 1, 0, run.compute_ns, 0)
+        response = InferResponse(request.model_name, request.model_version, request.id, outputs)
+        # Triton's ensemble responses carry the sequence parameters of their steps.
+        response.parameters = {
+            "sequence_id": request.correlation_id,
+            "sequence_start": bool(request.flags & 1),
+            "sequence_end": bool(request.flags & 2),
+        }
+        return response
 
     def _finished(self, run: _Run, waiter: Completion) -> None:
         self._runs.discard(run)

@@ -144,7 +144,13 @@ async def load_ensemble(
     gpus = manager.options.gpu_count
     pb = cfg.complete_config(pb, name, gpu_count=gpus)
     cfg.validate_config(pb, name, gpu_count=gpus)
+    # As Triton prints an ensemble's config: with its (non-decoupled) transaction policy,
+    # and without max_inflight_requests, a field newer than the Triton we match.
+    pb.model_transaction_policy.SetInParent()
     config = cfg.config_to_json(pb)
+    scheduling = config.get("ensemble_scheduling", {})
+    if not scheduling.get("max_inflight_requests"):
+        scheduling.pop("max_inflight_requests", None)
     entry.config = config
 
     def lookup(model: str, version: str) -> dict[str, Any] | None:
