@@ -185,3 +185,12 @@ def test_bench_bls_add_sub(server, protocol):
         np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), a - b)
     finally:
         client.close()
+
+
+def test_large_tensors_travel_through_shared_memory(server):
+    # 256 KiB each way: more than travels inside a call record (64 KiB).
+    x = np.arange(65536, dtype=np.float32).reshape(1, -1)
+    y, info = _bls(server, "http", x, target="ens_double")
+    np.testing.assert_array_equal(y, 2 * x)
+    y, info = _bls(server, "http", x, target="ens_double", mode="async", count=3)
+    assert info["sums"] == [float((2 * (x + i)).sum()) for i in range(3)]

@@ -114,14 +114,28 @@ def test_a_closed_server_end_fails_waiting_calls_and_abandons_open_ones():
         call.on_abandon = lambda: abandoned.append(call.message["id"])
 
     async def body(channel, client):  # noqa: ANN001, ANN202
-        future = client.start({"op": "infer"}, [("X", "FP32", np.ones(2, np.float32))])
+        future = client.start_async({"op": "infer"}, [("X", "FP32", np.ones(2, np.float32))])
         for _ in range(100):
             if channel.open_calls:
                 break
             await asyncio.sleep(0.01)
         channel.close()
         with pytest.raises(CallError, match="closed the call channel"):
-            await asyncio.wrap_future(future)
+            await asyncio.wait_for(future, 10)
 
     asyncio.run(_serve(hold, body))
     assert abandoned == [1]
+
+
+def test_sync_and_async_calls_mixed():
+    x = np.ones(3, np.float32)
+
+    async def body(channel, client):  # noqa: ANN001, ANN202
+        loop = asyncio.get_running_loop()
+        waiting = client.start_async({"op": "infer"}, [("X", "FP32", x)])  # reader thread
+        sync = loop.run_in_executor(None, client.call, {"op": "infer"}, [("X", "FP32", 3 * x)], 10)
+        return await asyncio.wait_for(asyncio.gather(waiting, sync), 10)
+
+    first, second = asyncio.run(_serve(_doubler, body))
+    np.testing.assert_array_equal(first.tensors[0][2], 2 * x)
+    np.testing.assert_array_equal(second.tensors[0][2], 6 * x)

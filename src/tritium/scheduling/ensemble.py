@@ -115,6 +115,12 @@ class EnsembleScheduler:
                 continue
             datatype, shape, data = got
             inputs.append(InputTensor(model_input, datatype, shape, data))
+        # Requests of one layout (the ensemble request's, and the same step input types
+        # and shapes) share their step's validation and exec message, as client requests
+        # of one layout do.
+        layout = request.layout_key
+        if layout is not None:
+            layout = (self, index, layout, tuple((t.datatype, tuple(t.shape)) for t in inputs))
         step_request = InferRequest(
             model_name=step.model_name,
             model_version=step.model_version,
@@ -126,6 +132,7 @@ class EnsembleScheduler:
             flags=request.flags,
             priority=request.priority,
             timeout_us=request.timeout_us,
+            layout_key=layout,
         )
         try:
             done = self._submit_step(step_request)

@@ -4,17 +4,21 @@
 ``load_model`` / ``unload_model`` send one record each to the server (see
 ``tritium.ipc.call_records``) and wait for its answer. A reader thread, started with the
 first call, takes every answer off the socket and completes the call it belongs to, so
-any number of calls can be in flight at once (``async_exec``), from any thread.
+any number of calls can be in flight at once (``async_exec``), from any thread. A
+synchronous call reads the socket itself when no one else is reading (the usual case:
+``exec()`` from ``execute``), which saves a hand-over between threads per call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import mmap
 import os
 import socket
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
@@ -58,6 +62,8 @@ class CallClient:
         self._pending: dict[int, Future[Answer]] = {}
         self._pending_lock = threading.Lock()
         self._reader: threading.Thread | None = None
+        # Held by whoever is reading the socket: the reader thread or a synchronous caller.
+        self._read_lock = threading.Lock()
         self._broken: str | None = None
 
     def start(self, message: dict[str, Any], tensors: list[tuple[str, str, Any]] = ()) -> Future:  # type: ignore[assignment]
@@ -81,7 +87,6 @@ class CallClient:
         record = encode_record(message, inline)
         with self._pending_lock:
             self._pending[call_id] = future
-        self._ensure_reader()
         try:
             with self._send_lock:
                 if arena is not None:
@@ -105,16 +110,32 @@ class CallClient:
     ) -> Answer:  # type: ignore[assignment]
         """:meth:`start` and wait for the answer (raises :class:`CallError`)."""
         future = self.start(message, tensors)
-        try:
-            return future.result(NO_ANSWER_S if timeout is None else timeout)
-        except TimeoutError:
-            raise CallError("UNAVAILABLE", "no answer from the server") from None
+        deadline = time.monotonic() + (NO_ANSWER_S if timeout is None else timeout)
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CallError("UNAVAILABLE", "no answer from the server")
+            if self._read_lock.acquire(blocking=False):
+                # Nobody reads: read ourselves until our answer is in (answers to other
+                # threads' calls are handed to them on the way).
+                try:
+                    while not future.done() and self._read_one():
+                        pass
+                finally:
+                    self._read_lock.release()
+            else:
+                # The reader thread (or another caller) reads and will complete ours; look
+                # again now and then in case it stops reading before our answer comes.
+                with contextlib.suppress(TimeoutError):
+                    future.result(min(left, 0.05))
+        return future.result()
 
     def start_async(
         self, message: dict[str, Any], tensors: list[tuple[str, str, Any]] = ()
     ) -> asyncio.Future:  # type: ignore[assignment]
-        """:meth:`start`, answered on the running event loop."""
+        """:meth:`start`, answered on the running event loop (by the reader thread)."""
         loop = asyncio.get_running_loop()
+        self._ensure_reader()
         return asyncio.wrap_future(self.start(message, tensors), loop=loop)
 
     def _ensure_reader(self) -> None:
@@ -128,15 +149,25 @@ class CallClient:
 
     def _read(self) -> None:
         while True:
-            try:
-                data, fds, _flags, _addr = socket.recv_fds(self._sock, MAX_RECORD, 1)
-            except OSError as exc:
-                self._fail_all(f"the call channel failed: {exc}")
-                return
-            if not data:
-                self._fail_all("the server closed the call channel")
-                return
-            self._answer(data, fds)
+            with self._read_lock:
+                if not self._read_one():
+                    return
+
+    def _read_one(self) -> bool:
+        """Read and deliver one answer (the caller holds the read lock); False once the
+        channel is gone."""
+        if self._broken is not None:
+            return False
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self._sock, MAX_RECORD, 1)
+        except OSError as exc:
+            self._fail_all(f"the call channel failed: {exc}")
+            return False
+        if not data:
+            self._fail_all("the server closed the call channel")
+            return False
+        self._answer(data, fds)
+        return True
 
     def _answer(self, data: bytes, fds: list[int]) -> None:
         message, inline = decode_record(data)
