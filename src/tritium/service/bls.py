@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -187,29 +187,12 @@ class BlsEndpoint:
             return 0
 
     def _deadlocked(self, new: _InFlight) -> bool:
-        """Whether ``new`` waits (through the calls in flight) on its own caller while
-        every instance that could serve it is stuck: the greatest set of model versions
-        whose instances are all waiting on calls into that same set."""
-        waiting: dict[str, dict[int, list[list[str]]]] = {}  # label -> worker -> targets
+        waiting: dict[str, dict[int, list[list[str]]]] = {}
         for entry in self._in_flight:
             workers = waiting.setdefault(entry.caller, {})
             workers.setdefault(id(entry.call.channel), []).append(entry.target)
-        stuck = {
-            label
-            for label, workers in waiting.items()
-            if len(workers) >= self._instance_count(label) > 0
-        }
-        changed = True
-        while changed:
-            changed = False
-            for label in list(stuck):
-                for targets in waiting[label].values():
-                    # A worker is stuck while one of its calls can only go to stuck models.
-                    if not any(t and all(x in stuck for x in t) for t in targets):
-                        stuck.discard(label)
-                        changed = True
-                        break
-        return bool(new.target) and all(t in stuck for t in new.target)
+        stuck = stuck_models(waiting, self._instance_count)
+        return any(t in stuck for t in new.target)
 
     # -- model management --------------------------------------------------------------
 
@@ -252,6 +235,33 @@ class BlsEndpoint:
                 call.reply({"value": True})
 
         asyncio.ensure_future(run())
+
+
+def stuck_models(
+    waiting: dict[str, dict[int, list[list[str]]]], instance_count: Callable[[str], int]
+) -> set[str]:
+    """The model versions that can never make progress again.
+
+    ``waiting[label][worker]`` lists, for each BLS call the worker of model version
+    ``label`` waits on, the model versions that must serve it (an ensemble's step models,
+    all of them). A worker is stuck while one of its calls needs a stuck model version; a
+    model version is stuck when
+    all of its instances are stuck workers. This is the greatest such set: start from every
+    model version whose instances all wait, drop those with a worker that can go on, repeat.
+    """
+    stuck = {
+        label for label, workers in waiting.items() if len(workers) >= instance_count(label) > 0
+    }
+    changed = True
+    while changed:
+        changed = False
+        for label in list(stuck):
+            for targets in waiting[label].values():
+                if not any(any(x in stuck for x in t) for t in targets):
+                    stuck.discard(label)
+                    changed = True
+                    break
+    return stuck
 
 
 def _model(label: str) -> str:
