@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse, InputTensor, RequestedOutput
 from tritium.core.clock import now_ns
@@ -27,7 +27,7 @@ from tritium.scheduling.ensemble_plan import EnsemblePlan
 SubmitStep = Callable[[InferRequest], Completion]  # Completion[InferResponse]
 
 
-class ExecutionRecorder:
+class ExecutionRecorder(Protocol):
     """Where the ensemble counts its executions (the model's statistics)."""
 
     def record_execution(

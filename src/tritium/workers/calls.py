@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tritium.ipc.arena import Arena
@@ -49,7 +49,7 @@ class WorkerCall:
         self.message = message
         self.tensors = tensors
         # Set by the handler: runs if the worker goes away before the call is answered.
-        self.on_abandon: Callable[[], None] | None = None
+        self.on_abandon: Callable[[], object] | None = None
         self._arena = arena
 
     @property
@@ -63,7 +63,7 @@ class WorkerCall:
         if arena is not None:
             arena.close()
 
-    def reply(self, message: dict[str, Any], tensors: list[Tensor] = ()) -> None:  # type: ignore[assignment]
+    def reply(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> None:
         self.release()
         self.channel.open_calls.discard(self)
         self.channel.reply(self.message.get("id", 0), message, list(tensors))

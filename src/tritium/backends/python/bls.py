@@ -19,11 +19,13 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from tritium.ipc.call_records import (
     MAX_RECORD,
+    Tensor,
     decode_record,
     encode_record,
     pack_tensors,
@@ -49,7 +51,7 @@ class Answer:
 
     __slots__ = ("message", "tensors")
 
-    def __init__(self, message: dict[str, Any], tensors: list[tuple[str, str, Any]]) -> None:
+    def __init__(self, message: dict[str, Any], tensors: list[Tensor]) -> None:
         self.message = message
         self.tensors = tensors
 
@@ -66,7 +68,7 @@ class CallClient:
         self._read_lock = threading.Lock()
         self._broken: str | None = None
 
-    def start(self, message: dict[str, Any], tensors: list[tuple[str, str, Any]] = ()) -> Future:  # type: ignore[assignment]
+    def start(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> Future[Answer]:
         """Send one call; the future gets its :class:`Answer` or a :class:`CallError`."""
         future: Future[Answer] = Future()
         if self._broken is not None:
@@ -105,9 +107,9 @@ class CallClient:
     def call(
         self,
         message: dict[str, Any],
-        tensors: list[tuple[str, str, Any]] = (),
+        tensors: Sequence[Tensor] = (),
         timeout: float | None = None,
-    ) -> Answer:  # type: ignore[assignment]
+    ) -> Answer:
         """:meth:`start` and wait for the answer (raises :class:`CallError`)."""
         future = self.start(message, tensors)
         deadline = time.monotonic() + (NO_ANSWER_S if timeout is None else timeout)
@@ -131,8 +133,8 @@ class CallClient:
         return future.result()
 
     def start_async(
-        self, message: dict[str, Any], tensors: list[tuple[str, str, Any]] = ()
-    ) -> asyncio.Future:  # type: ignore[assignment]
+        self, message: dict[str, Any], tensors: Sequence[Tensor] = ()
+    ) -> asyncio.Future[Answer]:
         """:meth:`start`, answered on the running event loop (by the reader thread)."""
         loop = asyncio.get_running_loop()
         self._ensure_reader()
@@ -174,7 +176,7 @@ class CallClient:
         with self._pending_lock:
             future = self._pending.pop(int(message.get("id", 0)), None)
         try:
-            tensors: list[tuple[str, str, Any]] = []
+            tensors: list[Tensor] = []
             descriptors = message.get("outputs")
             if fds:
                 # Mapped privately: the arrays model code gets are its own to change.
