@@ -8,7 +8,9 @@ slow branches side by side, then a join) and the bench ensembles ``add_sub_twice
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import shutil
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +35,7 @@ def server() -> Iterator[ServerProcess]:
         "--model-control-mode=explicit",
         "--load-model=ens_two_step",
         "--load-model=ens_diamond",
+        "--load-model=ens_slow_chain",
     ]
     repos: list[Path] = [PIPELINES]
     if BENCH_MODELS.is_dir():
@@ -164,6 +167,35 @@ def test_failing_step_fails_the_request_with_its_message(server, protocol):
     finally:
         client.close()
     assert int(stats["model_stats"][0]["inference_stats"]["fail"]["count"]) >= 1
+
+
+def test_a_client_that_goes_away_stops_the_remaining_steps(server):
+    def counts() -> tuple[int, int]:
+        client = httpclient.InferenceServerClient(server.http_url)
+        try:
+            return tuple(  # type: ignore[return-value]
+                int(client.get_inference_statistics(m)["model_stats"][0]["inference_count"])
+                for m in ("ens_slow_inc", "ens_double")
+            )
+        finally:
+            client.close()
+
+    body = json.dumps(
+        {"inputs": [{"name": "X", "shape": [1, 1], "datatype": "FP32", "data": [1.0]}]}
+    ).encode()
+    slow_before, double_before = counts()
+    sock = socket.create_connection(("127.0.0.1", server.port))
+    sock.sendall(
+        b"POST /v2/models/ens_slow_chain/infer HTTP/1.1\r\nHost: x\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    time.sleep(0.15)  # step 0 (0.5 s) is running
+    sock.close()
+    time.sleep(1.0)  # step 0 is over: a step 1 would have run by now
+    slow_after, double_after = counts()
+    assert slow_after == slow_before + 1
+    assert double_after == double_before
 
 
 def test_config_prints_ensemble_scheduling_as_triton(server, protocol):
