@@ -36,6 +36,7 @@ def server() -> Iterator[ServerProcess]:
         "--load-model=ens_two_step",
         "--load-model=ens_diamond",
         "--load-model=ens_slow_chain",
+        "--load-model=ens_nested",
     ]
     repos: list[Path] = [PIPELINES]
     if BENCH_MODELS.is_dir():
@@ -92,6 +93,11 @@ def test_two_step_ensemble_runs_both_steps(server, protocol):
     response = result.get_response()
     rid = response["id"] if protocol == "http" else response.id
     assert rid == "req-7"
+
+
+def test_an_ensemble_can_be_a_step_of_another(server, protocol):
+    x = np.array([[1, 2]], np.float32)
+    np.testing.assert_array_equal(_infer(server, protocol, "ens_nested", x).as_numpy("Y"), 8 * x)
 
 
 def test_requested_output_subset_is_all_that_comes_back(server, protocol):
