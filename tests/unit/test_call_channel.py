@@ -139,3 +139,19 @@ def test_sync_and_async_calls_mixed():
     first, second = asyncio.run(_serve(_doubler, body))
     np.testing.assert_array_equal(first.tensors[0][2], 2 * x)
     np.testing.assert_array_equal(second.tensors[0][2], 6 * x)
+
+
+def test_records_too_big_to_arrive_whole_are_refused_on_both_ends():
+    many = [(f"T{i}", "FP32", np.zeros(0, np.float32)) for i in range(10000)]
+
+    def reply_many(call: WorkerCall) -> None:
+        call.reply({}, many)
+
+    async def body(channel, client):  # noqa: ANN001, ANN202
+        loop = asyncio.get_running_loop()
+        with pytest.raises(CallError, match="request's description exceeds"):
+            await loop.run_in_executor(None, client.call, {"op": "x"}, many, 10)
+        with pytest.raises(CallError, match="response's description exceeds"):
+            await loop.run_in_executor(None, client.call, {"op": "x"}, [], 10)
+
+    asyncio.run(_serve(reply_many, body))

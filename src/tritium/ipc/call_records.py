@@ -24,7 +24,8 @@ _LEN = struct.Struct("<I")
 
 #: Tensor bytes up to this size travel inside the record; more go through a memfd.
 INLINE_LIMIT = 64 * 1024
-#: Upper bound of one record (the document and inline tensors), within socket buffers.
+#: Upper bound of one record (the document and inline tensors), within socket buffers;
+#: both ends refuse to send a bigger one (it would arrive cut short).
 MAX_RECORD = INLINE_LIMIT + (1 << 16)
 
 Tensor = tuple[str, str, np.ndarray]  # (name, datatype, array)

@@ -145,6 +145,13 @@ class CallChannel:
             else:
                 inline = packed.inline
         record = encode_record(message, inline)
+        if len(record) > MAX_RECORD:
+            # Too big to arrive whole: the caller gets an error it can read instead.
+            if arena is not None:
+                arena.close()
+                arena = None
+            error = f"the response's description exceeds {MAX_RECORD} bytes"
+            record = encode_record({"id": call_id, "error": ["INTERNAL", error]})
         self._outbox.append((record, arena.fd if arena is not None else None, arena))
         if not self._writing:
             self._flush()

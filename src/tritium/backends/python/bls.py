@@ -87,6 +87,13 @@ class CallClient:
             else:
                 inline = packed.inline
         record = encode_record(message, inline)
+        if len(record) > MAX_RECORD:
+            if arena is not None:
+                arena.close()
+            future.set_exception(
+                CallError("INVALID_ARG", f"the request's description exceeds {MAX_RECORD} bytes")
+            )
+            return future
         with self._pending_lock:
             self._pending[call_id] = future
         try:
