@@ -155,3 +155,20 @@ def test_records_too_big_to_arrive_whole_are_refused_on_both_ends():
             await loop.run_in_executor(None, client.call, {"op": "x"}, [], 10)
 
     asyncio.run(_serve(reply_many, body))
+
+
+def test_calls_in_flight_per_worker_are_bounded(monkeypatch):
+    import tritium.workers.calls as calls
+
+    monkeypatch.setattr(calls, "MAX_OPEN_CALLS", 2)
+
+    def hold(call: WorkerCall) -> None:  # never answered
+        pass
+
+    async def body(channel, client):  # noqa: ANN001, ANN202
+        held = [client.start_async({"op": "x"}) for _ in range(2)]
+        with pytest.raises(CallError, match="more than 2 requests"):
+            await asyncio.wait_for(client.start_async({"op": "x"}), 10)
+        assert len(channel.open_calls) == 2 and not any(f.done() for f in held)
+
+    asyncio.run(_serve(hold, body))

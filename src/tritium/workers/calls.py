@@ -31,6 +31,9 @@ from tritium.ipc.call_records import (
 
 log = logging.getLogger("tritium.workers")
 
+#: Calls one worker may have in flight at once; more are answered UNAVAILABLE at once.
+MAX_OPEN_CALLS = 4096
+
 
 class WorkerCall:
     """One request from model code: its document and its tensors (views that stay valid
@@ -122,6 +125,10 @@ class CallChannel:
         call = WorkerCall(self, message, tensors, arena)
         if self._handler is None:
             call.reply({"error": ["UNSUPPORTED", "calls from model code are not available"]})
+            return
+        if len(self.open_calls) >= MAX_OPEN_CALLS:
+            error = f"more than {MAX_OPEN_CALLS} requests from this instance are in flight"
+            call.reply({"error": ["UNAVAILABLE", error]})
             return
         self.open_calls.add(call)
         try:
