@@ -170,5 +170,7 @@ def test_calls_in_flight_per_worker_are_bounded(monkeypatch):
         with pytest.raises(CallError, match="more than 2 requests"):
             await asyncio.wait_for(client.start_async({"op": "x"}), 10)
         assert len(channel.open_calls) == 2 and not any(f.done() for f in held)
+        for future in held:
+            future.cancel()
 
     asyncio.run(_serve(hold, body))
