@@ -273,13 +273,18 @@ class TritonProcess:
         (self.workdir / "triton.pid").write_text(str(self.proc.pid))
 
     def wait_live(self) -> bool:
-        """True once live; False when Triton exited first (e.g. the port was taken)."""
+        """True once live; False when Triton exited first (e.g. the port was taken).
+
+        Live means *this* Triton logged that it serves on its port: on a shared machine
+        another Triton may have taken the port while this one was loading, and would
+        answer the health check in its place (with other models)."""
         assert self.proc is not None and self.port is not None
+        started = f"Started HTTPService at 127.0.0.1:{self.port}"
         deadline = time.monotonic() + TRITON_START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            if _live(self.port):
+            if _live(self.port) and started in self.log_path.read_text(errors="replace"):
                 return True
             time.sleep(0.2)
         raise RuntimeError(f"Triton not live after {TRITON_START_TIMEOUT}s:\n{self.log_tail()}")
