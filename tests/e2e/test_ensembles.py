@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import queue
 import shutil
 import socket
 import time
@@ -98,6 +99,26 @@ def test_two_step_ensemble_runs_both_steps(server, protocol):
 def test_an_ensemble_can_be_a_step_of_another(server, protocol):
     x = np.array([[1, 2]], np.float32)
     np.testing.assert_array_equal(_infer(server, protocol, "ens_nested", x).as_numpy("Y"), 8 * x)
+
+
+def test_ensemble_over_a_grpc_stream(server):
+    answers: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        for v in range(3):
+            inp = grpcclient.InferInput("X", [1, 1], "FP32")
+            inp.set_data_from_numpy(np.array([[v]], np.float32))
+            client.async_stream_infer("ens_two_step", [inp], request_id=f"s{v}")
+        got = {}
+        for _ in range(3):
+            result, error = answers.get(timeout=30)
+            assert error is None, error
+            got[result.get_response().id] = float(result.as_numpy("Y")[0, 0])
+        assert got == {"s0": 0.0, "s1": 4.0, "s2": 8.0}
+    finally:
+        client.stop_stream()
+        client.close()
 
 
 def test_requested_output_subset_is_all_that_comes_back(server, protocol):
