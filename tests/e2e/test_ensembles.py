@@ -339,12 +339,15 @@ def test_invalid_ensembles_are_refused_with_the_step_and_tensor(tmp_path: Path):
             f'name: "{name}"\nplatform: "ensemble"\n{ENSEMBLE_IO}\n'
             f"ensemble_scheduling {{ {steps} }}\n"
         )
-    with ServerProcess([tmp_path], ["--exit-on-error=false", "--strict-readiness=false"]) as proc:
+    args = ["--exit-on-error=false", "--strict-readiness=false"]
+    with ServerProcess([tmp_path], args, grpc=True) as proc:
         client = httpclient.InferenceServerClient(proc.http_url)
+        grpc = grpcclient.InferenceServerClient(proc.grpc_url)
         try:
-            assert client.is_model_ready("add_sub")
+            assert client.is_model_ready("add_sub") and grpc.is_model_ready("add_sub")
             for name in INVALID:
                 assert not client.is_model_ready(name), name
+                assert not grpc.is_model_ready(name), name
                 row = next(line for line in proc.log.splitlines() if f"| {name} " in line)
                 assert "UNAVAILABLE" in row, row
             table = " ".join(proc.log.split())  # the table wraps nothing, but be safe
@@ -355,3 +358,4 @@ def test_invalid_ensembles_are_refused_with_the_step_and_tensor(tmp_path: Path):
             assert missing.value.status() in ("400", "404", "503")
         finally:
             client.close()
+            grpc.close()
