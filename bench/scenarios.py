@@ -211,6 +211,30 @@ SCENARIOS = SCENARIOS + (
         perf_args=("--streaming",),
         protocol="grpc",
     ),
+    Scenario(
+        name="add_sub_twice_http_binary_c1",
+        model="add_sub_twice",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="ensemble of add_sub twice (two steps, FP32[4]+[4]), HTTP binary, 1 in flight",
+    ),
+    Scenario(
+        name="identity_chain_http_binary_c64",
+        model="identity_chain",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="ensemble identity -> identity (each step batched), FP32[16], HTTP binary, "
+        "64 in flight",
+        perf_args=("--shape", "INPUT0:16"),
+    ),
+    Scenario(
+        name="bls_add_sub_grpc_c1",
+        model="bls_add_sub",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="Python model calling add_sub with BLS (exec), FP32[4]+[4], gRPC, 1 in flight",
+        protocol="grpc",
+    ),
 )
 
 SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)

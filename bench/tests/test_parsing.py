@@ -58,6 +58,9 @@ def test_scenario_names_are_stable_and_selectable() -> None:
         "repeat4_grpc_stream_c8",
         "identity_async_http_binary_c64",
         "repeat4_grpc_stream_c1",
+        "add_sub_twice_http_binary_c1",
+        "identity_chain_http_binary_c64",
+        "bls_add_sub_grpc_c1",
     ]
     assert [s.name for s in SCENARIOS if s.acceptance] == SCENARIO_ACCEPTANCE
     picked = select_scenarios(["string_upper_http_c8", "add_sub_http_binary_c1"])

@@ -338,7 +338,11 @@ class TritonProcess:
         (self.workdir / "triton.pid").write_text(str(self.proc.pid))
 
     def wait_live(self) -> bool:
-        """True once live; False when Triton exited first (e.g. the port was taken)."""
+        """True once live; False when Triton exited first (e.g. the port was taken).
+
+        Live means *this* Triton logged that it serves on its port: on a shared machine
+        another Triton may have taken the port while this one was loading, and would
+        answer the health check in its place (with other models)."""
         assert self.proc is not None and self.port is not None
         deadline = time.monotonic() + TRITON_START_TIMEOUT
         while time.monotonic() < deadline:

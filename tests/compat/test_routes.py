@@ -29,6 +29,8 @@ LOADED = [
     ("no_config", None),
     ("error_response", None),
     ("raises", None),
+    ("add_sub_ensemble", None),
+    ("add_sub_ensemble", "1"),
 ]
 NOT_LOADED = [
     ("versioned", "4"),

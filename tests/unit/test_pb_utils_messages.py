@@ -194,11 +194,31 @@ def test_request_set_flags():
     assert q.flags() == 2
 
 
+def test_bls_outside_a_worker_answers_with_an_error_response():
+    q = InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
+    response = q.exec()
+    assert response.has_error()
+    assert "no call channel to the server" in response.error().message()
+    assert response.error().code() == pb_utils.TritonError.UNAVAILABLE
+
+
+def test_async_exec_needs_a_running_event_loop():
+    q = InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
+    with pytest.raises(TritonModelException, match="running event loop"):
+        q.async_exec()
+
+
 @pytest.mark.parametrize("method", ["exec", "async_exec"])
-def test_bls_says_not_supported_yet(method):
+def test_decoupled_bls_says_not_supported_yet(method):
     q = InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
     with pytest.raises(TritonModelException, match="not supported yet"):
-        getattr(q, method)()
+        getattr(q, method)(decoupled=True)
+
+
+def test_model_name_and_output_names_may_be_bytes():
+    q = InferenceRequest(model_name=b"m", inputs=[], requested_output_names=[b"Y"])
+    assert q.model_name() == "m"
+    assert q.requested_output_names() == {"Y"}
 
 
 def test_response_sender_says_decoupled_not_supported_yet():

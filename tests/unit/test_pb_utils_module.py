@@ -85,8 +85,8 @@ def test_get_model_dir_is_set_by_the_worker():
         lambda: pb_utils.is_model_ready("m"),
     ],
 )
-def test_model_management_not_supported_yet(call):
-    with pytest.raises(TritonModelException, match="not supported yet"):
+def test_model_management_outside_a_worker_raises(call):
+    with pytest.raises(TritonModelException, match="no call channel to the server"):
         call()
 
 

@@ -15,15 +15,17 @@ import asyncio
 import logging
 import os
 import re
-from collections.abc import Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tritium import repository as repo
+from tritium.core import Completion, InferRequest
 from tritium.core.errors import InternalError, InvalidArgument, NotFound, TritiumError, Unavailable
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
+from tritium.service import ensembles
 from tritium.service.dependencies import model_dependencies
 from tritium.service.generation import LoadedVersion, make_scheduler
 from tritium.service.model_entry import (
@@ -38,6 +40,7 @@ from tritium.service.model_entry import (
 )
 from tritium.service.version_builder import Built, LoadOptions, VersionBuilder, read_config
 from tritium.workers import ModelInstance
+from tritium.workers.calls import CallHandler
 
 log = logging.getLogger("tritium.models")
 
@@ -82,6 +85,9 @@ class ModelManager:
         self.options = options
         self.models: dict[str, ModelEntry] = {}
         self._builder = VersionBuilder(options)
+        # The service's submit, set when the service is built: ensembles submit their steps
+        # (and model code its BLS requests) through it.
+        self.submit_step: Callable[[InferRequest], Completion] | None = None
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- queries ------------------------------------------------------------------------
@@ -241,6 +247,15 @@ class ModelManager:
         self._background.add(task)
         task.add_done_callback(_forget(self._background))
 
+    @property
+    def call_handler(self) -> CallHandler | None:
+        """What answers model code's requests (BLS), given to every worker started."""
+        return self._builder.call_handler
+
+    @call_handler.setter
+    def call_handler(self, handler: CallHandler | None) -> None:
+        self._builder.call_handler = handler
+
     def _entry(self, name: str) -> ModelEntry:
         entry = self.models.get(name)
         if entry is None:
@@ -340,7 +355,12 @@ class ModelManager:
         entry = self.models.get(name)
         if entry is not None and entry.has_loaded():
             return
-        await self._load_named(name, None, chain, retry=True)
+        try:
+            await self._load_named(name, None, chain, retry=True)
+        except InternalError:
+            # In no repository: the dependent's own check names the missing model (an
+            # ensemble: "contains models that are not available", as Triton says).
+            return
 
     async def _build(
         self, entry: ModelEntry, model_dir: Path, pb: Any, folder: PrivateFolder | None
@@ -351,6 +371,8 @@ class ModelManager:
             entry.loading = versions
 
         try:
+            if ensembles.is_ensemble(pb):
+                return await ensembles.build_ensemble(self, entry.name, model_dir, pb, selected)
             return await self._builder.build(entry.name, model_dir, pb, folder, selected)
         finally:
             entry.loading = ()

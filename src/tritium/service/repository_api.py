@@ -64,6 +64,20 @@ class RepositoryControl:
             raise Unavailable(NOT_EXPLICIT)
 
 
+class ModelCodeControl:
+    """``pb_utils.load_model`` / ``unload_model`` from model code: the repository API's
+    load and unload, with the same rules (explicit mode only) and errors."""
+
+    def __init__(self, repository: RepositoryControl) -> None:
+        self._repository = repository
+
+    async def load(self, name: str, config: str) -> None:
+        await self._repository.load(name, {"config": config} if config else None)
+
+    async def unload(self, name: str, unload_dependents: bool) -> None:
+        await self._repository.unload(name, unload_dependents)
+
+
 def parse_load_parameters(parameters: dict[str, Any]) -> LoadOverride | None:
     """The override a load's parameters ask for (None for a plain load), with Triton's
     errors for parameters of the wrong type, unknown names and paths that leave the model

@@ -21,13 +21,14 @@ from tritium.core.errors import (
     Unsupported,
 )
 from tritium.core.statistics import BACKEND, CANCELED
+from tritium.service.bls import BlsEndpoint
 from tritium.service.classification import OutputClassifier
 from tritium.service.failures import failure_reason
 from tritium.service.log_settings import LogSettings
 from tritium.service.models import LoadedVersion, ModelManager
 from tritium.service.output_reshape import OutputReshaper
 from tritium.service.repository_api import EXTENSIONS as REPOSITORY_EXTENSIONS
-from tritium.service.repository_api import RepositoryControl
+from tritium.service.repository_api import ModelCodeControl, RepositoryControl
 from tritium.service.shared_memory import (
     RequestRegions,
     SharedMemoryRegistry,
@@ -80,6 +81,8 @@ class Service:
     ) -> None:
         self.models = models
         self.repository = RepositoryControl(models, model_control_mode)
+        models.submit_step = self.submit  # ensemble steps and BLS requests enter here
+        models.call_handler = BlsEndpoint(self, ModelCodeControl(self.repository))
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False

@@ -27,6 +27,7 @@ from tritium.service.classification import Labels, read_labels
 from tritium.service.generation import LoadedVersion, instance_specs
 from tritium.service.warmup import warm_up
 from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
+from tritium.workers.calls import CallHandler
 
 log = logging.getLogger("tritium.models")
 
@@ -80,6 +81,8 @@ class VersionBuilder:
     def __init__(self, options: LoadOptions) -> None:
         self.options = options
         self._starting: set[WorkerProcess] = set()
+        # What answers model code's requests (BLS) in the workers this starts.
+        self.call_handler: CallHandler | None = None
 
     async def build(
         self,
@@ -156,7 +159,7 @@ class VersionBuilder:
         return built
 
     def _new_process(self, label: str) -> WorkerProcess:
-        process = WorkerProcess(label)
+        process = WorkerProcess(label, calls=self.call_handler)
         self._starting.add(process)
         return process
 

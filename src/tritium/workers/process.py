@@ -24,6 +24,7 @@ from tritium.core.errors import InternalError, TritiumError, Unavailable, error_
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.workers.batch_messages import read_responses, write_batch
+from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.notices import handle_notice
 from tritium.workers.response_streams import ResponseStreams
 
@@ -62,9 +63,14 @@ class WorkerDied(Unavailable):
 class WorkerProcess:
     """Spawns and drives one ``tritium.backends.python.stub`` process."""
 
-    def __init__(self, label: str, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, label: str, *, env: dict[str, str] | None = None, calls: CallHandler | None = None
+    ) -> None:
         self.label = label
         self._env = env
+        # Requests model code makes of the server (BLS) arrive on a channel of their own.
+        self._call_handler = calls
+        self._calls: CallChannel | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._transport: asyncio.Transport | None = None
         self._fd_sock: socket.socket | None = None
@@ -108,6 +114,7 @@ class WorkerProcess:
         loop = asyncio.get_running_loop()
         ctl_parent, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        call_parent, call_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             env = dict(os.environ if self._env is None else self._env)
             env["PYTHONUNBUFFERED"] = "1"
@@ -118,6 +125,7 @@ class WorkerProcess:
                 str(ctl_child.fileno()),
                 str(fd_child.fileno()),
                 str(os.getpid()),
+                str(call_child.fileno()),
             ]
             # A session of its own: where the kernel groups scheduling by session
             # (autogroup), the server's event loop then keeps its own share of the CPU
@@ -125,7 +133,7 @@ class WorkerProcess:
             # with the server (PR_SET_PDEATHSIG) and ignores terminal signals as before.
             self._proc = subprocess.Popen(
                 cmd,
-                pass_fds=(ctl_child.fileno(), fd_child.fileno()),
+                pass_fds=(ctl_child.fileno(), fd_child.fileno(), call_child.fileno()),
                 env=env,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
@@ -133,7 +141,9 @@ class WorkerProcess:
         finally:
             ctl_child.close()
             fd_child.close()
+            call_child.close()
         self._fd_sock = fd_parent
+        self._calls = CallChannel(call_parent, self.label, self._call_handler)
         self._alive = True
         transport, _ = await loop.create_unix_connection(
             lambda: _ControlProtocol(self._on_message, self._on_lost), sock=ctl_parent
@@ -276,6 +286,9 @@ class WorkerProcess:
     def _close_arenas(self) -> None:
         if self.streams is not None:
             self.streams.close()
+        if self._calls is not None:
+            self._calls.close()
+            self._calls = None
         for arena in (self._in_arena, self._out_arena, *self._retired):
             if arena is not None:
                 arena.close()

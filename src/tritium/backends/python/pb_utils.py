@@ -8,7 +8,8 @@ worker sets up through the underscore functions :func:`_set_model_dir`,
 :func:`_set_log_verbose` and :func:`_configure_logging`.
 
 Supported: ordinary and decoupled models (``request.get_response_sender()``, see
-``response_sender``). BLS (``InferenceRequest.exec``) and loading models from a model raise
+``response_sender``), BLS (``InferenceRequest.exec``/``async_exec``) and model management
+from model code. Request rescheduling raises
 ``TritonModelException`` saying so.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from tritium.backends.python.pb_utils_bls import is_model_ready, load_model, unload_model
 from tritium.backends.python.pb_utils_config import (
     TRITON_STRING_TO_NUMPY,
     ModelConfig,
@@ -72,22 +74,6 @@ def _set_log_verbose(level: int) -> None:
 def get_model_dir() -> str:
     """The directory of the running model version, e.g. ``<repository>/<model>/1``."""
     return _model_dir
-
-
-def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
-    raise TritonModelException(
-        "loading models from a model (pb_utils.load_model) is not supported yet"
-    )
-
-
-def unload_model(model_name: str, unload_dependents: bool = False) -> None:
-    raise TritonModelException(
-        "unloading models from a model (pb_utils.unload_model) is not supported yet"
-    )
-
-
-def is_model_ready(model_name: str, model_version: str = "") -> bool:
-    raise TritonModelException("pb_utils.is_model_ready is not supported yet")
 
 
 def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Tensor | None:

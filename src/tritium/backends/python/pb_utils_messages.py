@@ -4,7 +4,8 @@ Constructor signatures, accessors, parameter rules and error texts follow Triton
 backend. Requests the server hands to ``execute`` are built by the worker through
 :meth:`InferenceRequest._from_server`; cancellation state stays with the worker, which
 passes a callable, and so does the response sender of a decoupled model's requests.
-Features not supported here yet (BLS ``exec``/``async_exec``, request rescheduling) raise ``TritonModelException`` saying so.
+``exec``/``async_exec`` (BLS) are in ``pb_utils_bls``. Features not supported here yet
+(request rescheduling) raise ``TritonModelException`` saying so.
 """
 
 from __future__ import annotations
@@ -145,9 +146,12 @@ class InferenceRequest:
             )
         if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
             raise TritonModelException("Correlation ID must be integer or string")
+        # Names read from a BYTES tensor arrive as bytes; Triton takes them as text.
+        if isinstance(model_name, bytes):
+            model_name = model_name.decode("utf-8")
         if not isinstance(model_name, str):
             raise TypeError(f"model_name must be a str, got {type(model_name)}")
-        names = list(requested_output_names)
+        names = [n.decode("utf-8") if isinstance(n, bytes) else n for n in requested_output_names]
         for name in names:
             if not isinstance(name, str):
                 raise TypeError(f"requested_output_names must be strings, got {type(name)}")
@@ -284,12 +288,16 @@ class InferenceRequest:
         self._release_flags = int(flags)
 
     def exec(self, decoupled: bool = False) -> Any:
-        raise TritonModelException("BLS requests (InferenceRequest.exec) are not supported yet")
+        """Run this request on the server (BLS) and return its ``InferenceResponse``."""
+        from tritium.backends.python.pb_utils_bls import exec_request
+
+        return exec_request(self, decoupled)
 
     def async_exec(self, decoupled: bool = False) -> Any:
-        raise TritonModelException(
-            "BLS requests (InferenceRequest.async_exec) are not supported yet"
-        )
+        """Send this request now; await the result for its ``InferenceResponse``."""
+        from tritium.backends.python.pb_utils_bls import async_exec_request
+
+        return async_exec_request(self, decoupled)
 
     def __repr__(self) -> str:
         return (

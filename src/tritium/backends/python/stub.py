@@ -1,6 +1,7 @@
 """The instance worker: runs one model instance's ``model.py`` in its own process.
 
-Started by the server as ``python -m tritium.backends.python.stub CTL_FD FDS_FD PARENT_PID``.
+Started by the server as ``python -m tritium.backends.python.stub CTL_FD FDS_FD PARENT_PID
+CALL_FD``; CALL_FD carries the requests model code makes of the server (BLS).
 It answers framed control messages on CTL_FD (load, init, exec, fini), receives arena file
 descriptors on FDS_FD, reads inputs from the input arena as numpy views and writes outputs
 into the output arena. Model code's prints go to this process's stdout/stderr, which the
@@ -18,6 +19,7 @@ import sys
 import threading
 import traceback
 
+from tritium.backends.python import bls
 from tritium.backends.python.model_host import ModelHost
 from tritium.backends.python.notices import ONE_WAY, send_notices
 from tritium.backends.python.response_sender import ResponseStream
@@ -133,6 +135,8 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ctl = socket.socket(fileno=ctl_fd)
     fds = socket.socket(fileno=fds_fd)
+    if len(argv) > 3:  # the call channel (BLS, model management)
+        bls.install(socket.socket(fileno=int(argv[3])))
     Worker(ctl, fds).run()
     return 0
 

@@ -1,0 +1,232 @@
+"""Model code's end of the call channel: BLS requests and model management, in a worker.
+
+``InferenceRequest.exec`` and ``async_exec`` and ``pb_utils.is_model_ready`` /
+``load_model`` / ``unload_model`` send one record each to the server (see
+``tritium.ipc.call_records``) and wait for its answer. A reader thread, started with the
+first call, takes every answer off the socket and completes the call it belongs to, so
+any number of calls can be in flight at once (``async_exec``), from any thread. A
+synchronous call reads the socket itself when no one else is reading (the usual case:
+``exec()`` from ``execute``), which saves a hand-over between threads per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import mmap
+import os
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from tritium.ipc.call_records import (
+    MAX_RECORD,
+    Tensor,
+    decode_record,
+    encode_record,
+    pack_tensors,
+    unpack_tensors,
+)
+
+#: How long past a call's own timeout (or at all, without one) a caller waits for the
+#: server before giving up on it: the server answers every call, this is for a lost one.
+NO_ANSWER_S = 24 * 3600.0
+
+
+class CallError(Exception):
+    """The server answered a call with an error: ``code`` is a core error code name."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Answer:
+    """The server's answer to one call: its document and output tensors."""
+
+    __slots__ = ("message", "tensors")
+
+    def __init__(self, message: dict[str, Any], tensors: list[Tensor]) -> None:
+        self.message = message
+        self.tensors = tensors
+
+
+class CallClient:
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._send_lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future[Answer]] = {}
+        self._pending_lock = threading.Lock()
+        self._reader: threading.Thread | None = None
+        # Held by whoever is reading the socket: the reader thread or a synchronous caller.
+        self._read_lock = threading.Lock()
+        self._broken: str | None = None
+
+    def start(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> Future[Answer]:
+        """Send one call; the future gets its :class:`Answer` or a :class:`CallError`."""
+        future: Future[Answer] = Future()
+        if self._broken is not None:
+            future.set_exception(CallError("UNAVAILABLE", self._broken))
+            return future
+        call_id = next(self._ids)
+        message["id"] = call_id
+        inline: bytes | bytearray = b""
+        arena = None
+        if tensors:
+            packed = pack_tensors(list(tensors))
+            message["inputs"] = packed.descriptors
+            arena = packed.arena
+            if arena is not None:
+                message["shm"] = arena.size
+            else:
+                inline = packed.inline
+        record = encode_record(message, inline)
+        if len(record) > MAX_RECORD:
+            if arena is not None:
+                arena.close()
+            future.set_exception(
+                CallError("INVALID_ARG", f"the request's description exceeds {MAX_RECORD} bytes")
+            )
+            return future
+        with self._pending_lock:
+            self._pending[call_id] = future
+        try:
+            with self._send_lock:
+                if arena is not None:
+                    socket.send_fds(self._sock, [record], [arena.fd])
+                else:
+                    self._sock.sendall(record)
+        except OSError as exc:
+            with self._pending_lock:
+                self._pending.pop(call_id, None)
+            future.set_exception(CallError("UNAVAILABLE", f"the server is gone: {exc}"))
+        finally:
+            if arena is not None:
+                arena.close()  # the server maps its own descriptor
+        return future
+
+    def call(
+        self,
+        message: dict[str, Any],
+        tensors: Sequence[Tensor] = (),
+        timeout: float | None = None,
+    ) -> Answer:
+        """:meth:`start` and wait for the answer (raises :class:`CallError`)."""
+        future = self.start(message, tensors)
+        deadline = time.monotonic() + (NO_ANSWER_S if timeout is None else timeout)
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise CallError("UNAVAILABLE", "no answer from the server")
+            if self._read_lock.acquire(blocking=False):
+                # Nobody reads: read ourselves until our answer is in (answers to other
+                # threads' calls are handed to them on the way).
+                try:
+                    while not future.done() and self._read_one():
+                        pass
+                finally:
+                    self._read_lock.release()
+            else:
+                # The reader thread (or another caller) reads and will complete ours; look
+                # again now and then in case it stops reading before our answer comes.
+                with contextlib.suppress(TimeoutError):
+                    future.result(min(left, 0.05))
+        return future.result()
+
+    def start_async(
+        self, message: dict[str, Any], tensors: Sequence[Tensor] = ()
+    ) -> asyncio.Future[Answer]:
+        """:meth:`start`, answered on the running event loop (by the reader thread)."""
+        loop = asyncio.get_running_loop()
+        self._ensure_reader()
+        return asyncio.wrap_future(self.start(message, tensors), loop=loop)
+
+    def _ensure_reader(self) -> None:
+        if self._reader is None:
+            with self._pending_lock:
+                if self._reader is None:
+                    self._reader = threading.Thread(
+                        target=self._read, name="tritium-calls", daemon=True
+                    )
+                    self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            with self._read_lock:
+                if not self._read_one():
+                    return
+
+    def _read_one(self) -> bool:
+        """Read and deliver one answer (the caller holds the read lock); False once the
+        channel is gone."""
+        if self._broken is not None:
+            return False
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(self._sock, MAX_RECORD, 1)
+        except OSError as exc:
+            self._fail_all(f"the call channel failed: {exc}")
+            return False
+        if not data:
+            self._fail_all("the server closed the call channel")
+            return False
+        self._answer(data, fds)
+        return True
+
+    def _answer(self, data: bytes, fds: list[int]) -> None:
+        message, inline = decode_record(data)
+        with self._pending_lock:
+            future = self._pending.pop(int(message.get("id", 0)), None)
+        try:
+            tensors: list[Tensor] = []
+            descriptors = message.get("outputs")
+            if fds:
+                # Mapped privately: the arrays model code gets are its own to change.
+                size = int(message["shm"])
+                try:
+                    buf: Any = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE)
+                finally:
+                    os.close(fds[0])
+            else:
+                buf = bytearray(inline)  # writable arrays, as Triton's are
+            if descriptors:
+                tensors = unpack_tensors(descriptors, buf)
+        except Exception as exc:  # noqa: BLE001 - the caller hears of it
+            if future is not None and not future.done():
+                future.set_exception(CallError("INTERNAL", f"malformed answer: {exc}"))
+            return
+        if future is None or future.done():
+            return
+        error = message.get("error")
+        if error is not None:
+            future.set_exception(CallError(str(error[0]), str(error[1])))
+        else:
+            future.set_result(Answer(message, tensors))
+
+    def _fail_all(self, reason: str) -> None:
+        self._broken = reason
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(CallError("UNAVAILABLE", reason))
+
+
+_client: CallClient | None = None
+
+
+def install(sock: socket.socket) -> None:
+    """Called once by the worker with its end of the call channel."""
+    global _client
+    _client = CallClient(sock)
+
+
+def client() -> CallClient:
+    if _client is None:
+        raise CallError("UNAVAILABLE", "this process has no call channel to the server")
+    return _client
