@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 Tool = Literal["perf_analyzer", "wrk"]
+
+# seq_sum keeps an INT32 running sum per sequence: perf_analyzer's default random inputs
+# overflow it within a few steps, so every step sends 1 (the same data for both servers).
+SEQ_SUM_DATA = Path(__file__).resolve().parent / "data" / "seq_sum_ones.json"
 
 
 @dataclass(frozen=True)
@@ -233,6 +238,16 @@ SCENARIOS = SCENARIOS + (
         tool="perf_analyzer",
         concurrency=1,
         description="Python model calling add_sub with BLS (exec), FP32[4]+[4], gRPC, 1 in flight",
+        protocol="grpc",
+    ),
+    Scenario(
+        name="seq_sum_grpc_stream_c16",
+        model="seq_sum",
+        tool="perf_analyzer",
+        concurrency=16,
+        description="seq_sum (sequence batching, oldest strategy), gRPC stream, 16 sequences "
+        "in flight",
+        perf_args=("--streaming", "--input-data", str(SEQ_SUM_DATA)),
         protocol="grpc",
     ),
 )

@@ -61,6 +61,7 @@ def test_scenario_names_are_stable_and_selectable() -> None:
         "add_sub_twice_http_binary_c1",
         "identity_chain_http_binary_c64",
         "bls_add_sub_grpc_c1",
+        "seq_sum_grpc_stream_c16",
     ]
     assert [s.name for s in SCENARIOS if s.acceptance] == SCENARIO_ACCEPTANCE
     picked = select_scenarios(["string_upper_http_c8", "add_sub_http_binary_c1"])
