@@ -101,13 +101,22 @@ class Server:
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
 
     async def shutdown(self) -> None:
-        timeout = float(self.settings.exit_timeout_secs)
+        """Drain both frontends, then finalize and stop every model, all against one
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(self.settings.exit_timeout_secs)
+
+        def left() -> float:
+            return max(deadline - loop.time(), 0.0)
+
         self.service.stopping = True
+        drains = []
         if self.grpc is not None:
-            await self.grpc.stop(timeout)
+            drains.append(self.grpc.stop(left()))
         if self.http is not None:
-            await self.http.shutdown(timeout)
-        await self.models.unload_all(timeout)
+            drains.append(self.http.shutdown(left()))
+        await asyncio.gather(*drains)
+        await self.models.unload_all(left())
         self.service.close()
 
 
