@@ -26,7 +26,11 @@ EXIT_TIMEOUT_S = 3
 
 
 def _shm_entries() -> set[str]:
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    # Arenas are memfds and never named; a named tritium segment would be a leak. Other
+    # processes on the machine (Triton's python backend) come and go meanwhile.
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    return {name for name in os.listdir("/dev/shm") if "tritium" in name}
 
 
 def _children(pid: int) -> list[int]:

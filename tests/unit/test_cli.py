@@ -90,6 +90,12 @@ EVERY_FLAG = [
         "backend_config",
         (("python", "shm-default-byte-size", "1048576"),),
     ),
+    ("--http-keep-alive-timeout-secs=5", "http_keep_alive_timeout_secs", 5),
+    ("--http-header-timeout-secs=0", "http_header_timeout_secs", 0),
+    ("--http-body-timeout-secs=7", "http_body_timeout_secs", 7),
+    ("--grpc-idle-timeout-secs=0", "grpc_idle_timeout_secs", 0),
+    ("--http-restricted-api=inference:k=v", "http_restricted_api", ("inference:k=v",)),
+    ("--grpc-restricted-protocol=health:k=v", "grpc_restricted_protocol", ("health:k=v",)),
 ]
 # Fields whose valid non-default value depends on another flag.
 EVERY_FLAG_WITH_CONTEXT = [

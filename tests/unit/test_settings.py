@@ -66,6 +66,13 @@ TRITON_DEFAULTS = {
     "metrics_port": 8002,
     "metrics_interval_ms": 2000,
     "backend_config": (),
+    # Not Triton flags (Triton has no connection timeouts): tritium's limits.
+    "http_keep_alive_timeout_secs": 75,
+    "http_header_timeout_secs": 30,
+    "http_body_timeout_secs": 60,
+    "grpc_idle_timeout_secs": 300,
+    "http_restricted_api": (),
+    "grpc_restricted_protocol": (),
 }
 
 

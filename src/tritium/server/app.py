@@ -91,12 +91,20 @@ class Server:
             )
         if self.settings.allow_http:
             from tritium.frontends.http import start_http_server
+            from tritium.frontends.http.timeouts import HttpTimeouts
 
+            s = self.settings
             self.http = await start_http_server(
                 self.service,
-                host=self.settings.http_address,
-                port=self.settings.http_port,
-                max_input_size=self.settings.http_max_input_size,
+                host=s.http_address,
+                port=s.http_port,
+                max_input_size=s.http_max_input_size,
+                timeouts=HttpTimeouts(
+                    s.http_keep_alive_timeout_secs,
+                    s.http_header_timeout_secs,
+                    s.http_body_timeout_secs,
+                ),
+                restricted=s.http_restrictions,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
 
@@ -160,6 +168,8 @@ def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazil
         tls=tls,
         response_compression=s.grpc_infer_response_compression_level,
         keepalive=keepalive,
+        idle_timeout_s=s.grpc_idle_timeout_secs,
+        restricted=s.grpc_restrictions,
     )
 
 

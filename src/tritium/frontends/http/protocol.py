@@ -33,12 +33,16 @@ from tritium.frontends.http.messages import (
 from tritium.frontends.http.request_heads import RequestHead, planned_head
 from tritium.frontends.http.response_bytes import response_bytes
 from tritium.frontends.http.router import Router
+from tritium.frontends.http.timeouts import HttpTimeouts
 
 logger = logging.getLogger("tritium.frontends.http")
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PIPELINE = 32
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# Connection phases as the timeout sweep sees them.
+_BUSY, _IDLE, _HEAD, _BODY = range(4)
+_DEFAULT_TIMEOUTS = HttpTimeouts()
 
 
 class _Slot:
@@ -62,8 +66,10 @@ class HttpProtocol(asyncio.Protocol):
         *,
         max_input_size: int,
         max_pipeline: int = DEFAULT_MAX_PIPELINE,
+        timeouts: HttpTimeouts = _DEFAULT_TIMEOUTS,
     ) -> None:
         self._router = router
+        self._timeouts = timeouts
         self._connections = connections
         self._max_input_size = max_input_size
         self._max_pipeline = max_pipeline
@@ -93,6 +99,11 @@ class HttpProtocol(asyncio.Protocol):
         self._write_paused = False
         self._read_paused = False
         self.closed: asyncio.Future[None] = self._loop.create_future()
+        # timeouts: reads so far, and the phase and progress marker of the last sweep
+        self._reads = 0
+        self._swept_phase = _BUSY
+        self._swept_key: object = None
+        self._swept_at = 0.0
 
     # ---------------------------------------------------------------- transport
 
@@ -123,6 +134,7 @@ class HttpProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._stop_parsing:
             return
+        self._reads += 1
         idle = not self._in_message
         head = self._head
         if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
@@ -173,6 +185,37 @@ class HttpProtocol(asyncio.Protocol):
     def abort(self) -> None:
         if self._transport is not None:
             self._transport.abort()
+
+    def sweep(self, now: float) -> None:
+        """Close the connection if it has stayed in one phase longer than its timeout
+        allows (see ``timeouts``); called by the server's periodic sweep."""
+        if self._queue or self._stop_parsing or self._transport is None:
+            self._swept_phase = _BUSY
+            return
+        timeouts = self._timeouts
+        if not self._in_message:
+            phase, key, limit = _IDLE, self._reads, timeouts.keep_alive
+        elif not self._headers:
+            # The same head as last time: dribbled bytes do not restart its clock.
+            phase, key, limit = _HEAD, self._raw_headers, timeouts.header
+        else:
+            phase, key, limit = _BODY, self._reads, timeouts.body
+        same = key is self._swept_key if phase == _HEAD else key == self._swept_key
+        if phase != self._swept_phase or not same:
+            self._swept_phase, self._swept_key, self._swept_at = phase, key, now
+            return
+        if not limit or now - self._swept_at < limit:
+            return
+        if phase == _IDLE:
+            transport = self._transport
+            if transport.get_write_buffer_size():
+                transport.abort()  # a client that does not read its answers either
+            else:
+                transport.close()
+            return
+        self._in_message = False
+        what = "request head" if phase == _HEAD else "request body"
+        self._fail(error_response(408, f"timed out waiting for the {what}"))
 
     # ------------------------------------------------------------ parser events
 
@@ -237,7 +280,12 @@ class HttpProtocol(asyncio.Protocol):
         if self._stop_parsing:
             return
         parser = self._parser
-        http10 = parser.get_http_version() == "1.0"
+        version = parser.get_http_version()
+        http10 = version == "1.0"
+        if not http10 and version != "1.1":
+            # A request line without a version (HTTP/0.9) is not a request we answer.
+            self._fail(error_response(400, "malformed HTTP request: no HTTP version"))
+            return
         # An upgrade is never accepted, so nothing after such a request is HTTP/1.1.
         keep_alive = (
             parser.should_keep_alive() and not self._draining and not parser.should_upgrade()

@@ -21,6 +21,7 @@ from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
+from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 
 if TYPE_CHECKING:
     from tritium.frontends.grpc.native.server import GrpcProtocol
@@ -375,6 +376,9 @@ def _check_headers(proto: GrpcProtocol, headers: list[tuple[str, str]]) -> _Chec
     method = METHODS.get(path or "")
     if method is None:
         return w.trailers_only(w.UNIMPLEMENTED, f"Method not found: {path}")
+    restriction = proto.shared.restricted_paths.get(method.path)
+    if restriction is not None and not restriction.allows(metadata.get(restriction.header)):
+        return w.trailers_only(w.UNAVAILABLE, restriction.grpc_message())
     if encoding == "identity":
         encoding = None
     elif encoding is not None and encoding not in w.ENCODINGS:
@@ -383,3 +387,13 @@ def _check_headers(proto: GrpcProtocol, headers: list[tuple[str, str]]) -> _Chec
         )
     out_encoding = w.response_encoding(accept, proto.response_compression) if method.infer else None
     return method, metadata, encoding, out_encoding, timeout
+
+
+def restricted_paths(restricted: RestrictedApis) -> dict[str, Restriction]:
+    """:path → restriction, for the methods whose group ``restricted`` restricts."""
+    found = {}
+    for path, method in METHODS.items():
+        restriction = restricted.for_group(grpc_method_group(method.name))
+        if restriction is not None:
+            found[path] = restriction
+    return found
