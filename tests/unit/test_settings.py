@@ -73,6 +73,9 @@ TRITON_DEFAULTS = {
     "grpc_idle_timeout_secs": 300,
     "http_restricted_api": (),
     "grpc_restricted_protocol": (),
+    "client_shm_max_regions": 4096,
+    "client_shm_max_bytes": 64 * 2**30,
+    "client_shm_key_prefix": "",
 }
 
 

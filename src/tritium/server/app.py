@@ -17,6 +17,7 @@ from tritium.server.devices import gpu_count
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
 
 log = logging.getLogger("tritium.server")
 
@@ -49,6 +50,13 @@ class Server:
             server_id=settings.id,
             strict_readiness=settings.strict_readiness,
             allow_client_shm=settings.allow_client_shm,
+            shared_memory=SharedMemoryRegistry(
+                limits=ShmLimits(
+                    settings.client_shm_max_regions,
+                    settings.client_shm_max_bytes,
+                    settings.client_shm_key_prefix.lstrip("/"),
+                )
+            ),
         )
         self.http = None
         self.grpc = None

@@ -318,6 +318,27 @@ class Settings:
         },
     )
 
+    client_shm_max_regions: int = _opt(
+        4096,
+        "Most system shared-memory regions clients may have registered at once; one more "
+        "is refused with 400.",
+        "Shared memory",
+    )
+    client_shm_max_bytes: int = _opt(
+        64 * 2**30,
+        "Most bytes of system shared memory clients may have registered at once, all "
+        "regions together; a registration past it is refused with 400.",
+        "Shared memory",
+        int_bits=64,
+    )
+    client_shm_key_prefix: str = _opt(
+        "",
+        "Accept only shared-memory keys starting with this prefix (e.g. 'triton_client_'). "
+        "Empty (Triton's behaviour): any object the server may open can be registered.",
+        "Shared memory",
+        metavar="<prefix>",
+    )
+
     @property
     def http_restrictions(self) -> RestrictedApis:
         return RestrictedApis.parse(self.http_restricted_api, "--http-restricted-api")
@@ -440,6 +461,11 @@ def _validate_limits(s: Settings) -> None:
     ):
         if getattr(s, name) < 0:
             raise ValueError(f"--{_flag(name)} must be >= 0, got {getattr(s, name)}")
+    for name in ("client_shm_max_regions", "client_shm_max_bytes"):
+        if getattr(s, name) <= 0:
+            raise ValueError(f"--{_flag(name)} must be > 0, got {getattr(s, name)}")
+    if "/" in s.client_shm_key_prefix.lstrip("/") or "\x00" in s.client_shm_key_prefix:
+        raise ValueError("--client-shm-key-prefix must not contain '/' (after a leading one)")
     for name in ("http_restricted_api", "grpc_restricted_protocol"):
         value = getattr(s, name)
         _set(s, name, (value,) if isinstance(value, str) else tuple(value))
