@@ -9,6 +9,7 @@ ready"; every other error is ``{"error": "<message>"}`` with the status of its c
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from functools import partial
 
 import orjson
@@ -40,6 +41,7 @@ from tritium.frontends.http.messages import (
     from_error,
     json_response,
 )
+from tritium.frontends.http.offload import OFFLOAD_BYTES, off_loop
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
     ClassificationLabels,
@@ -58,6 +60,22 @@ def _internal(exc: BaseException, what: str) -> HttpResponse:
     # Tracebacks go to the log, never to the client.
     logger.error("unexpected error in %s", what, exc_info=exc)
     return error_response(500, f"internal error in {what}")
+
+
+def _raw_body(length: str | None) -> bool:
+    """Whether ``Inference-Header-Content-Length`` says the body is one raw tensor."""
+    if length is None:
+        return False
+    try:
+        return parse_header_length(length, 2**63) == 0
+    except InvalidArgument:
+        return False
+
+
+async def _compressed_off_loop(
+    body: bytes, encoding: str, content_type: bytes, headers: list[tuple[bytes, bytes]]
+) -> HttpResponse:
+    return HttpResponse(200, [await off_loop(compress, body, encoding)], content_type, headers)
 
 
 class KServeRoutes:
@@ -155,6 +173,8 @@ class KServeRoutes:
                 reply = from_error(exc)
                 reply.headers = _ACCEPT_ENCODING
                 return reply
+        if len(body) >= OFFLOAD_BYTES:
+            return self._infer_off_loop(request, model, version, compressed)
         try:
             if compressed is not None:
                 body = decompress(body, compressed, self._max_input_size)
@@ -183,6 +203,58 @@ class KServeRoutes:
             ),
         )
 
+    async def _infer_off_loop(
+        self, request: HttpRequest, model: str, version: str, compressed: str | None
+    ) -> HttpResponse:
+        """``infer`` for a big body: decoding and encoding run on an offload thread."""
+        service = self._service
+        try:
+            config = None
+            if _raw_body(request.headers.get("inference-header-content-length")):
+                config = service.model_config(model, version)  # a raw body needs it
+            infer_request, prefs = await off_loop(
+                self._decode_big, model, version, request, compressed, config
+            )
+            done = service.submit(infer_request)
+        except TritiumError as exc:
+            return from_error(exc)
+        except Exception as exc:
+            return _internal(exc, "inference")
+        try:
+            await done
+        except Exception:  # noqa: BLE001 - _encode reports it from the completion
+            pass
+        encode = partial(
+            self._encode,
+            model,
+            version,
+            infer_request.id,
+            prefs,
+            request.headers.get("accept-encoding"),
+            done,
+            compress_here=True,
+        )
+        return await off_loop(encode)
+
+    def _decode_big(
+        self,
+        model: str,
+        version: str,
+        request: HttpRequest,
+        compressed: str | None,
+        config: dict | None,
+    ) -> tuple:
+        body = request.body
+        if compressed is not None:
+            body = decompress(body, compressed, self._max_input_size)
+        header_length = parse_header_length(
+            request.headers.get("inference-header-content-length"), len(body)
+        )
+        if header_length:
+            return decode_infer_request(model, version, body, header_length, cache=False)
+        assert config is not None  # _raw_body said so on the loop
+        return decode_raw_request(model, version, body, config)
+
     def _encode(
         self,
         model: str,
@@ -191,7 +263,8 @@ class KServeRoutes:
         prefs: OutputPrefs,
         accept: str | None,
         done: Completion,
-    ) -> HttpResponse:
+        compress_here: bool = False,
+    ) -> HttpResponse | Awaitable[HttpResponse]:
         try:
             response = done.result()
             if response.error is not None:
@@ -215,8 +288,11 @@ class KServeRoutes:
         if accept is not None:
             chosen = response_encoding(accept)
             if chosen is not None:
-                chunks = [compress(b"".join(chunks), chosen)]
                 headers.append((b"Content-Encoding", chosen.encode()))
+                body = b"".join(chunks)
+                if len(body) >= OFFLOAD_BYTES and not compress_here:
+                    return _compressed_off_loop(body, chosen, content_type, headers)
+                chunks = [compress(body, chosen)]
         return HttpResponse(200, chunks, content_type, headers or None)
 
     def _classification(self, model: str, version: str) -> ClassificationContext:

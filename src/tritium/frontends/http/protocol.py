@@ -394,6 +394,10 @@ class HttpProtocol(asyncio.Protocol):
         except Exception as exc:
             logger.error("unexpected error in an HTTP handler", exc_info=exc)
             response = error_response(500, "internal error")
+        if not isinstance(response, HttpResponse):
+            # A big answer finished off the event loop (see ``offload``).
+            slot.task = self._loop.create_task(self._complete(slot, response))
+            return
         slot.response = response
         if self._queue and self._queue[0] is slot:
             self._flush()
