@@ -146,3 +146,54 @@ def test_sweep_period_follows_the_shortest_enabled_timeout():
     assert sweep_period(75, 30, 60) == 1.0
     assert sweep_period(1, 0) == 0.25
     assert sweep_period(0.01) == 0.05
+
+
+def test_half_closed_client_still_gets_its_answer():
+    async def scenario():
+        router = Router()
+        gate: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def slow(request, params):
+            return await gate
+
+        router.add("GET", "/slow", slow)
+        protocol, transport = _protocol(router)
+        protocol.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert protocol.eof_received() is True  # keep the write side open
+        assert not transport.closed
+        from tritium.frontends.http.messages import EMPTY_OK
+
+        gate.set_result(EMPTY_OK)
+        await settle()
+        ((status, headers, _),) = parse_responses(transport.data)
+        assert status == 200 and headers["connection"] == "close"
+        assert transport.closed
+        idle, _ = _protocol()
+        assert idle.eof_received() is None  # nothing pending: close at once
+
+    asyncio.run(scenario())
+
+
+def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
+    """A body of many tiny chunks costs a parser callback each: one read of it must not
+    hold the loop, so it is parsed 64 KiB per iteration with reading paused meanwhile."""
+
+    async def scenario():
+        protocol, transport = _protocol()
+        chunked = b"".join(b"1\r\n%s\r\n" % INFER_BODY[i : i + 1] for i in range(len(INFER_BODY)))
+        head = (
+            b"POST /v2/models/ident/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        data = head + chunked + b"0\r\n\r\n" + get("/v2/health/live") * 5000
+        assert len(data) > 3 * 64 * 1024
+        protocol.data_received(data)
+        assert transport.data == b"" and not transport.reading  # nothing parsed yet
+        iterations = 0
+        while len(parse_responses(transport.data)) < 5001 and iterations < 100:
+            await asyncio.sleep(0)
+            iterations += 1
+        statuses = [r[0] for r in parse_responses(transport.data)]
+        assert statuses == [200] * 5001
+        assert iterations >= 3 and transport.reading
+
+    asyncio.run(scenario())

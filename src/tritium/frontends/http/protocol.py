@@ -43,6 +43,9 @@ _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 # Connection phases as the timeout sweep sees them.
 _BUSY, _IDLE, _HEAD, _BODY = range(4)
 _DEFAULT_TIMEOUTS = HttpTimeouts()
+# A read bigger than this is parsed one slice per loop iteration: a body of a million
+# one-byte chunks costs a parser callback per byte or so, and must not hold the loop.
+_FEED_SLICE = 64 * 1024
 
 
 class _Slot:
@@ -104,6 +107,8 @@ class HttpProtocol(asyncio.Protocol):
         self._swept_phase = _BUSY
         self._swept_key: object = None
         self._swept_at = 0.0
+        # the unparsed rest of a big read (see ``_FEED_SLICE``); reading pauses meanwhile
+        self._backlog: bytes | None = None
 
     # ---------------------------------------------------------------- transport
 
@@ -123,6 +128,12 @@ class HttpProtocol(asyncio.Protocol):
         if not self.closed.done():
             self.closed.set_result(None)
 
+    def eof_received(self) -> bool | None:
+        """The client has sent all it will (a half-close): answer the requests already
+        received, then close; with none pending, close now."""
+        self._stop_parsing = True
+        return True if self._queue else None
+
     def pause_writing(self) -> None:
         self._write_paused = True
         self._update_reading()
@@ -135,6 +146,9 @@ class HttpProtocol(asyncio.Protocol):
         if self._stop_parsing:
             return
         self._reads += 1
+        if len(data) > _FEED_SLICE or self._backlog is not None:
+            self._feed_later(data)
+            return
         idle = not self._in_message
         head = self._head
         if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
@@ -144,20 +158,49 @@ class HttpProtocol(asyncio.Protocol):
                 )
                 return
         self._completed = 0
+        if self._feed(data) and idle and self._completed == 1 and not self._in_message:
+            self._remember_head(data)
+
+    def _feed(self, data: bytes) -> bool:
+        """Parse ``data``; False when parsing stopped on an error or an upgrade."""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             # The request itself was handled; protocol upgrades are not offered.
             self._stop_parsing = True
             self._close_if_idle()
-            return
+            return False
         except httptools.HttpParserError as exc:
             # Bytes after a request that closes the connection are ignored, not refused.
             if not self._stop_parsing:
                 self._fail(error_response(400, f"malformed HTTP request: {exc}"))
+            return False
+        return True
+
+    def _feed_later(self, data: bytes) -> None:
+        """Queue a big read to be parsed a slice per loop iteration, reading paused."""
+        if self._backlog is None:
+            self._backlog = data
+            self._loop.call_soon(self._feed_slice)
+            self._update_reading()
+        else:
+            self._backlog += data
+
+    def _feed_slice(self) -> None:
+        backlog = self._backlog
+        if backlog is None or self._stop_parsing:
+            self._backlog = None
             return
-        if idle and self._completed == 1 and not self._in_message:
-            self._remember_head(data)
+        piece, rest = backlog[:_FEED_SLICE], backlog[_FEED_SLICE:]
+        self._backlog = rest or None
+        self._completed = 0
+        self._plannable = None
+        self._feed(piece)
+        if self._backlog is not None and not self._stop_parsing:
+            self._loop.call_soon(self._feed_slice)
+        else:
+            self._backlog = None
+            self._update_reading()
 
     def _remember_head(self, data: bytes) -> None:
         """Keep the head of a read that held exactly one request once it repeats."""
@@ -447,7 +490,11 @@ class HttpProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        pause = self._write_paused or len(self._queue) >= self._max_pipeline
+        pause = (
+            self._write_paused
+            or len(self._queue) >= self._max_pipeline
+            or self._backlog is not None
+        )
         if pause != self._read_paused:
             self._read_paused = pause
             if pause:
