@@ -197,3 +197,21 @@ def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
         assert iterations >= 3 and transport.reading
 
     asyncio.run(scenario())
+
+
+def test_a_body_of_thousands_of_tiny_chunks_arrives_whole():
+    async def scenario():
+        protocol, transport = _protocol()
+        body = INFER_BODY.ljust(5000, b" ")
+        chunked = b"".join(b"1\r\n%s\r\n" % body[i : i + 1] for i in range(len(body)))
+        head = (
+            b"POST /v2/models/ident/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        for i in range(0, len(chunked), 1000):  # reads of ordinary size
+            protocol.data_received((head if i == 0 else b"") + chunked[i : i + 1000])
+        protocol.data_received(b"0\r\n\r\n")
+        await settle()
+        ((status, _, reply),) = parse_responses(transport.data)
+        assert status == 200 and b'"data":[1,2]' in reply
+
+    asyncio.run(scenario())

@@ -316,7 +316,14 @@ class HttpProtocol(asyncio.Protocol):
             self._too_large = True
             self._body = []
         else:
-            self._body.append(body)
+            parts = self._body
+            parts.append(body)
+            if len(parts) > 256:
+                # Many small chunks: gather them as they come, so the list stays short
+                # and finishing the body is not one long join of a million pieces.
+                gathered = parts[0] if type(parts[0]) is bytearray else bytearray(parts[0])
+                gathered += b"".join(parts[1:])
+                self._body = [gathered]
 
     def on_message_complete(self) -> None:
         self._in_message = False
@@ -357,7 +364,9 @@ class HttpProtocol(asyncio.Protocol):
             path,
             query,
             self._headers,
-            body[0] if len(body) == 1 else b"".join(body),
+            (body[0] if type(body[0]) is bytes else bytes(body[0]))
+            if len(body) == 1
+            else b"".join(body),
             http10,
         )
 
