@@ -148,32 +148,6 @@ def test_sweep_period_follows_the_shortest_enabled_timeout():
     assert sweep_period(0.01) == 0.05
 
 
-def test_half_closed_client_still_gets_its_answer():
-    async def scenario():
-        router = Router()
-        gate: asyncio.Future = asyncio.get_running_loop().create_future()
-
-        async def slow(request, params):
-            return await gate
-
-        router.add("GET", "/slow", slow)
-        protocol, transport = _protocol(router)
-        protocol.data_received(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert protocol.eof_received() is True  # keep the write side open
-        assert not transport.closed
-        from tritium.frontends.http.messages import EMPTY_OK
-
-        gate.set_result(EMPTY_OK)
-        await settle()
-        ((status, headers, _),) = parse_responses(transport.data)
-        assert status == 200 and headers["connection"] == "close"
-        assert transport.closed
-        idle, _ = _protocol()
-        assert idle.eof_received() is None  # nothing pending: close at once
-
-    asyncio.run(scenario())
-
-
 def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
     """A body of many tiny chunks costs a parser callback each: one read of it must not
     hold the loop, so it is parsed 64 KiB per iteration with reading paused meanwhile."""

@@ -128,12 +128,6 @@ class HttpProtocol(asyncio.Protocol):
         if not self.closed.done():
             self.closed.set_result(None)
 
-    def eof_received(self) -> bool | None:
-        """The client has sent all it will (a half-close): answer the requests already
-        received, then close; with none pending, close now."""
-        self._stop_parsing = True
-        return True if self._queue else None
-
     def pause_writing(self) -> None:
         self._write_paused = True
         self._update_reading()
