@@ -13,7 +13,7 @@ import orjson
 import pytest
 import tritonclient.http as httpclient
 
-from tritium.frontends.http.offload import OFFLOAD_BYTES
+from tritium.frontends.offload import OFFLOAD_BYTES
 from tritium.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,3 +122,33 @@ def test_errors_of_big_bodies_keep_their_status(server) -> None:
         conn.close()
     assert reply.status == 400
     assert b"input byte size mismatch for input 'INPUT0'" in body
+
+
+@pytest.mark.parametrize("implementation", ["native", "grpcio"])
+def test_big_compressed_grpc_responses(implementation: str) -> None:
+    import tritonclient.grpc as grpcclient
+
+    args = [
+        f"--grpc-implementation={implementation}",
+        "--grpc-infer-response-compression-level=high",
+    ]
+    values = np.arange(COUNT, dtype=np.float32).reshape(1, COUNT)
+    with ServerProcess([EXAMPLES], args, grpc=True) as running:
+        client = grpcclient.InferenceServerClient(running.grpc_url)
+        try:
+            tensor = grpcclient.InferInput("INPUT0", [1, COUNT], "FP32")
+            tensor.set_data_from_numpy(values)
+            result = client.infer("identity", [tensor]).as_numpy("OUTPUT0")
+            small = client.infer(
+                "identity", [_small_grpc_input(grpcclient, values[:, :8])]
+            ).as_numpy("OUTPUT0")
+        finally:
+            client.close()
+    assert np.array_equal(result, values)
+    assert np.array_equal(small, values[:, :8])
+
+
+def _small_grpc_input(module, values: np.ndarray):  # noqa: ANN001, ANN202
+    tensor = module.InferInput("INPUT0", list(values.shape), "FP32")
+    tensor.set_data_from_numpy(values)
+    return tensor

@@ -41,13 +41,13 @@ from tritium.frontends.http.messages import (
     from_error,
     json_response,
 )
-from tritium.frontends.http.offload import OFFLOAD_BYTES, off_loop
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (
     ClassificationLabels,
     InferenceService,
     SharedMemoryService,
 )
+from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 
 logger = logging.getLogger("tritium.frontends.http")
 

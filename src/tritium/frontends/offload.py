@@ -1,8 +1,9 @@
 """Size-proportional work of big requests, done on a thread instead of the event loop.
 
 Every client shares the event loop, so decoding a 16 MB body or gzip-compressing a
-32 MiB response on it stalls all of them. Bodies and responses of ``OFFLOAD_BYTES`` or
-more are decoded, encoded and compressed on a small pool of threads instead; zlib and
+32 MiB response on it stalls all of them. HTTP bodies and responses of ``OFFLOAD_BYTES``
+or more are decoded, encoded and compressed on a small pool of threads instead, and so
+are gRPC responses that big when they are compressed; zlib and
 numpy release the GIL while they work, and Python-level loops give it back to the loop
 every switch interval (5 ms), so other clients keep being served. Smaller requests take
 the usual path: the only cost they pay is one size comparison.
