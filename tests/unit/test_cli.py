@@ -92,6 +92,15 @@ EVERY_FLAG = [
         "backend_config",
         (("python", "shm-default-byte-size", "1048576"),),
     ),
+    ("--http-keep-alive-timeout-secs=5", "http_keep_alive_timeout_secs", 5),
+    ("--http-header-timeout-secs=0", "http_header_timeout_secs", 0),
+    ("--http-body-timeout-secs=7", "http_body_timeout_secs", 7),
+    ("--grpc-idle-timeout-secs=0", "grpc_idle_timeout_secs", 0),
+    ("--http-restricted-api=inference:k=v", "http_restricted_api", ("inference:k=v",)),
+    ("--grpc-restricted-protocol=health:k=v", "grpc_restricted_protocol", ("health:k=v",)),
+    ("--client-shm-max-regions=10", "client_shm_max_regions", 10),
+    ("--client-shm-max-bytes=8589934592", "client_shm_max_bytes", 8 * 2**30),
+    ("--client-shm-key-prefix=mine_", "client_shm_key_prefix", "mine_"),
 ]
 # Fields whose valid non-default value depends on another flag.
 EVERY_FLAG_WITH_CONTEXT = [

@@ -68,6 +68,16 @@ TRITON_DEFAULTS = {
     "metrics_config": (),
     "trace_config": (),
     "backend_config": (),
+    # Not Triton flags (Triton has no connection timeouts): tritium's limits.
+    "http_keep_alive_timeout_secs": 75,
+    "http_header_timeout_secs": 30,
+    "http_body_timeout_secs": 60,
+    "grpc_idle_timeout_secs": 300,
+    "http_restricted_api": (),
+    "grpc_restricted_protocol": (),
+    "client_shm_max_regions": 4096,
+    "client_shm_max_bytes": 64 * 2**30,
+    "client_shm_key_prefix": "",
 }
 
 

@@ -28,7 +28,7 @@ DESCRIPTION = (
 )
 EPILOG = (
     "tritonserver flags for features tritium does not provide (tracing, response cache, "
-    "rate limiting, restricted APIs, SageMaker and Vertex AI endpoints, ...) are refused "
+    "rate limiting, SageMaker and Vertex AI endpoints, ...) are refused "
     "with an error rather than ignored."
 )
 

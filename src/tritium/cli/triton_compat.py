@@ -31,9 +31,7 @@ IGNORED_FLAGS: dict[str, str] = {
 }
 
 UNSUPPORTED_FLAGS: tuple[str, ...] = (
-    "--http-restricted-api",
     "--http-header-forward-pattern",
-    "--grpc-restricted-protocol",
     "--grpc-header-forward-pattern",
     "--model-namespacing",
     "--trace-file",

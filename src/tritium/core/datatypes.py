@@ -96,9 +96,23 @@ def element_count(shape: tuple[int, ...] | list[int]) -> int:
 
 def serialize_bytes(array: np.ndarray) -> bytes:
     """Triton's BYTES serialization: 4-byte LE length then data, row-major order."""
+    items = array.reshape(-1).tolist()
+    if items and set(map(type, items)) == {bytes}:
+        lengths = list(map(len, items))
+        first = lengths[0]
+        if lengths.count(first) == len(lengths):
+            # One length for all (empty ones included): laid out by numpy, no loop.
+            if first == 0:
+                return b"\0\0\0\0" * len(items)
+            records = np.empty(len(items), dtype=[("n", "<u4"), ("s", f"V{first}")])
+            records["n"] = first
+            records["s"] = items
+            return records.tobytes()
+        pack = _U32.pack
+        return b"".join([pack(n) + item for n, item in zip(lengths, items)])
     pack = _U32.pack
     parts: list[bytes] = []
-    for item in array.reshape(-1):
+    for item in items:
         if isinstance(item, str):
             item = item.encode("utf-8")
         elif not isinstance(item, (bytes, bytearray, memoryview)):
@@ -115,10 +129,17 @@ def deserialize_bytes(
 
     Raises InvalidArgument, with Triton's texts naming input ``name`` of ``model``, when the
     buffer is truncated or (with ``count``) holds a different number of elements.
+    Elements that all have one length (empty ones included) are split by numpy without a
+    Python loop; each element then costs its ``bytes`` object and one array slot.
     """
     view = memoryview(buffer).cast("B")
+    uniform = _uniform_elements(view, count)
+    if uniform is not None:
+        return uniform
     total = len(view)
+    data = view.tobytes() if type(buffer) is not bytes else buffer
     items: list[bytes] = []
+    append = items.append
     offset = 0
     unpack = _U32.unpack_from
     while offset < total:
@@ -128,14 +149,14 @@ def deserialize_bytes(
                 f"'{model}', expecting 4 bytes but only {total - offset} bytes available. "
                 "Please make sure the string length indicator is in one buffer."
             )
-        (length,) = unpack(view, offset)
+        (length,) = unpack(data, offset)
         offset += 4
         if length > total - offset:
             raise InvalidArgument(
                 f"incomplete string data for inference input '{name}', expecting string of "
                 f"length {length} but only {total - offset} bytes available"
             )
-        items.append(bytes(view[offset : offset + length]))
+        append(data[offset : offset + length])
         offset += length
     if count is not None and len(items) != count:
         if len(items) > count:
@@ -150,6 +171,27 @@ def deserialize_bytes(
     out = np.empty(len(items), dtype=np.object_)
     out[:] = items
     return out
+
+
+def _uniform_elements(view: memoryview, count: int | None) -> np.ndarray | None:
+    """The elements of ``view`` when all have the same length, else None."""
+    total = len(view)
+    if total < 4:
+        return None
+    (length,) = _U32.unpack_from(view, 0)
+    stride = 4 + length
+    if count is None:
+        if total % stride:
+            return None
+        count = total // stride
+    elif count <= 1 or count * stride != total:
+        return None
+    records = np.frombuffer(view, dtype=np.dtype([("n", "<u4"), ("s", f"V{length}")]))
+    if not (records["n"] == length).all():
+        return None
+    if length == 0:
+        return np.full(count, b"", dtype=np.object_)
+    return records["s"].astype(np.object_)
 
 
 def tensor_from_bytes(

@@ -23,6 +23,7 @@ from tritium.service import LoadOptions, ModelManager, Service
 from tritium.service.lifecycle_settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
 from tritium.service.poller import RepositoryPoller
+from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
 from tritium.service.trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium.server")
@@ -71,6 +72,13 @@ class Server:
             log_settings=log_settings,
             trace_startup=parse_trace_config(settings.trace_config),
             model_control_mode=settings.model_control_mode,
+            shared_memory=SharedMemoryRegistry(
+                limits=ShmLimits(
+                    settings.client_shm_max_regions,
+                    settings.client_shm_max_bytes,
+                    settings.client_shm_key_prefix.lstrip("/"),
+                )
+            ),
         )
         self.poller = RepositoryPoller(self.models, float(settings.repository_poll_secs))
         self.http = None
@@ -121,12 +129,20 @@ class Server:
             )
         if self.settings.allow_http:
             from tritium.frontends.http import start_http_server
+            from tritium.frontends.http.timeouts import HttpTimeouts
 
+            s = self.settings
             self.http = await start_http_server(
                 self.service,
-                host=self.settings.http_address,
-                port=self.settings.http_port,
-                max_input_size=self.settings.http_max_input_size,
+                host=s.http_address,
+                port=s.http_port,
+                max_input_size=s.http_max_input_size,
+                timeouts=HttpTimeouts(
+                    s.http_keep_alive_timeout_secs,
+                    s.http_header_timeout_secs,
+                    s.http_body_timeout_secs,
+                ),
+                restricted=s.http_restrictions,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
@@ -136,14 +152,23 @@ class Server:
             )
 
     async def shutdown(self) -> None:
-        timeout = float(self.settings.exit_timeout_secs)
+        """Drain both frontends, then finalize and stop every model, all against one
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + float(self.settings.exit_timeout_secs)
+
+        def left() -> float:
+            return max(deadline - loop.time(), 0.0)
+
         self.service.stopping = True
         await self.poller.stop()
+        drains = []
         if self.grpc is not None:
-            await self.grpc.stop(timeout)
+            drains.append(self.grpc.stop(left()))
         if self.http is not None:
-            await self.http.shutdown(timeout)
-        await self.models.unload_all(timeout)
+            drains.append(self.http.shutdown(left()))
+        await asyncio.gather(*drains)
+        await self.models.unload_all(left())
         if self.metrics is not None:
             await self.metrics.close()
         await self.service.trace_recorder.close()
@@ -190,6 +215,8 @@ def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazil
         tls=tls,
         response_compression=s.grpc_infer_response_compression_level,
         keepalive=keepalive,
+        idle_timeout_s=s.grpc_idle_timeout_secs,
+        restricted=s.grpc_restrictions,
     )
 
 

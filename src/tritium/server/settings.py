@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
+from tritium.frontends.restricted import GRPC_HEADER_PREFIX, RestrictedApis
 from tritium.service.lifecycle_settings import lifecycle_options
 from tritium.service.trace_settings import parse_trace_config
 
@@ -290,9 +291,90 @@ class Settings:
         metavar="<backend>,<setting>=<value>",
     )
 
+    # --- Connection limits and restricted APIs ------------------------------------------
+    http_keep_alive_timeout_secs: int = _opt(
+        75,
+        "Seconds an HTTP connection may stay idle between requests before it is closed "
+        "(0: never).",
+        "HTTP",
+    )
+    http_header_timeout_secs: int = _opt(
+        30,
+        "Seconds a client has to send a whole HTTP request head, however slowly its bytes "
+        "arrive; answered 408 and closed after that (0: no limit).",
+        "HTTP",
+    )
+    http_body_timeout_secs: int = _opt(
+        60,
+        "Seconds an HTTP request body may go without receiving a byte; answered 408 and "
+        "closed after that (0: no limit).",
+        "HTTP",
+    )
+    http_restricted_api: tuple[str, ...] = field(
+        default=(),
+        repr=False,  # holds secret values
+        metadata={
+            "help": "Restrict API groups, as <group>[,<group>...]:<key>=<value>: requests to "
+            "them must carry header <key> with value <value>, else 403. Groups: health, "
+            "metadata, inference, shared-memory, model-config, model-repository, statistics, "
+            "trace, logging.",
+            "group": "HTTP",
+            "metavar": "<groups>:<key>=<value>",
+        },
+    )
+    grpc_idle_timeout_secs: int = _opt(
+        300,
+        "Seconds a gRPC connection may stay open with no call in flight before it is "
+        "closed with GOAWAY; clients reconnect transparently (0: never).",
+        "GRPC",
+    )
+    grpc_restricted_protocol: tuple[str, ...] = field(
+        default=(),
+        repr=False,  # holds secret values
+        metadata={
+            "help": "Restrict gRPC method groups, as <group>[,<group>...]:<key>=<value>: calls "
+            "to them must carry metadata triton-grpc-protocol-<key> with value <value>, else "
+            "UNAVAILABLE. Groups as for --http-restricted-api.",
+            "group": "GRPC",
+            "metavar": "<groups>:<key>=<value>",
+        },
+    )
+
+    client_shm_max_regions: int = _opt(
+        4096,
+        "Most system shared-memory regions clients may have registered at once; one more "
+        "is refused with 400.",
+        "Shared memory",
+    )
+    client_shm_max_bytes: int = _opt(
+        64 * 2**30,
+        "Most bytes of system shared memory clients may have registered at once, all "
+        "regions together; a registration past it is refused with 400.",
+        "Shared memory",
+        int_bits=64,
+    )
+    client_shm_key_prefix: str = _opt(
+        "",
+        "Accept only shared-memory keys starting with this prefix (e.g. 'triton_client_'). "
+        "Empty (Triton's behaviour): any object the server may open can be registered.",
+        "Shared memory",
+        metavar="<prefix>",
+    )
+
+    @property
+    def http_restrictions(self) -> RestrictedApis:
+        return RestrictedApis.parse(self.http_restricted_api, "--http-restricted-api")
+
+    @property
+    def grpc_restrictions(self) -> RestrictedApis:
+        return RestrictedApis.parse(
+            self.grpc_restricted_protocol, "--grpc-restricted-protocol", GRPC_HEADER_PREFIX
+        )
+
     def __post_init__(self) -> None:
         _normalize(self)
         _validate(self)
+        _validate_limits(self)
 
     @property
     def auto_complete_config(self) -> bool:
@@ -397,6 +479,28 @@ def _validate(s: Settings) -> None:
             raise ValueError("--grpc-use-ssl requires --grpc-server-cert and --grpc-server-key")
         if s.grpc_use_ssl_mutual and not s.grpc_root_cert:
             raise ValueError("--grpc-use-ssl-mutual requires --grpc-root-cert")
+
+
+def _validate_limits(s: Settings) -> None:
+    for name in (
+        "http_keep_alive_timeout_secs",
+        "http_header_timeout_secs",
+        "http_body_timeout_secs",
+        "grpc_idle_timeout_secs",
+    ):
+        if getattr(s, name) < 0:
+            raise ValueError(f"--{_flag(name)} must be >= 0, got {getattr(s, name)}")
+    for name in ("client_shm_max_regions", "client_shm_max_bytes"):
+        if getattr(s, name) <= 0:
+            raise ValueError(f"--{_flag(name)} must be > 0, got {getattr(s, name)}")
+    if "/" in s.client_shm_key_prefix.lstrip("/") or "\x00" in s.client_shm_key_prefix:
+        raise ValueError("--client-shm-key-prefix must not contain '/' (after a leading one)")
+    for name in ("http_restricted_api", "grpc_restricted_protocol"):
+        value = getattr(s, name)
+        _set(s, name, (value,) if isinstance(value, str) else tuple(value))
+    # Parsed once here so a malformed spec fails start-up (messages never echo values).
+    s.http_restrictions  # noqa: B018
+    s.grpc_restrictions  # noqa: B018
 
 
 def _check_choice(s: Settings, name: str, choices: tuple[str, ...]) -> None:

@@ -45,6 +45,9 @@ from tritium.workers.calls import CallHandler
 log = logging.getLogger("tritium.models")
 
 STOP_TIMEOUT_S = 30.0
+# At shutdown, how long a model whose load or unload is running is waited for when the
+# deadline has already passed.
+_LOCK_GRACE_S = 0.05
 
 _MAX_VERSION = 2**63 - 1  # Triton's versions are int64
 # What C++'s std::stol reads, as Triton parses a requested version: leading white space,
@@ -502,10 +505,13 @@ class ModelManager:
 
     async def unload_all(self, timeout: float = STOP_TIMEOUT_S) -> None:
         async def unload(entry: ModelEntry) -> None:
-            try:
-                await asyncio.wait_for(entry.lock.acquire(), timeout)
-            except asyncio.TimeoutError:
-                return  # a load still running: kill_all ends it
+            if entry.lock.locked():
+                try:
+                    await asyncio.wait_for(entry.lock.acquire(), max(timeout, _LOCK_GRACE_S))
+                except asyncio.TimeoutError:
+                    return  # a load still running: kill_all ends it
+            else:
+                await entry.lock.acquire()  # free: taken at once, even with no time left
             try:
                 await self._unload_locked(entry, timeout)
             finally:

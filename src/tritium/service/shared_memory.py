@@ -8,7 +8,9 @@ Regions used by in-flight requests cannot vanish: every request holds a
 :class:`RegionLease`, and a region that is unregistered while leased leaves the registry
 at once but keeps its mapping until the last lease is released. Texts and codes are
 Triton's (``shared_memory_manager.cc``); keys of the server's own segments are refused
-and never echoed.
+and never echoed. A region holds no file descriptor once mapped (``shm_mapping``), and
+:class:`ShmLimits` caps how many regions, and how many bytes, clients may register and
+which keys they may name.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from tritium.core.datatypes import element_count, raw_dtype, serialize_bytes, tensor_from_bytes
 from tritium.core.errors import AlreadyExists, InternalError, InvalidArgument, NotFound
 from tritium.core.types import InferRequest, InferResponse
+from tritium.service.shm_mapping import Mapping
 
 UINT64_MAX = 2**64 - 1
 # POSIX NAME_MAX: the longest file name /dev/shm accepts.
@@ -33,6 +36,16 @@ MAX_NAME_LENGTH = 255
 # Keys the server keeps for its own segments (clients may not open them).
 RESERVED_KEY_PREFIX = "tritium"
 SHM_DIR = "/dev/shm"
+
+
+@dataclass(frozen=True, slots=True)
+class ShmLimits:
+    """What clients may register: at most ``max_regions`` regions of ``max_bytes`` in
+    all, and (when ``key_prefix`` is set) only objects whose key starts with it."""
+
+    max_regions: int = 4096
+    max_bytes: int = 64 * 2**30
+    key_prefix: str = ""
 
 
 def _check_name(name: object) -> str:
@@ -77,6 +90,15 @@ def _file_name(name: str, key: object) -> str:
     return base
 
 
+def _check_prefix(name: str, base: str, prefix: str) -> None:
+    if prefix and not base.startswith(prefix):
+        # The key is not echoed: it may name an object the client should not know of.
+        raise InvalidArgument(
+            f"failed to register shared memory region '{name}': this server only accepts "
+            f"keys starting with '{prefix}' (--client-shm-key-prefix)"
+        )
+
+
 def _check_uint(name: str, what: str, value: object) -> int:
     if type(value) is not int or value < 0 or value > UINT64_MAX:
         raise InvalidArgument(
@@ -89,7 +111,7 @@ def _check_uint(name: str, what: str, value: object) -> int:
 class Region:
     """One registered region: the mapping of ``[offset, offset+byte_size)`` of ``key``."""
 
-    __slots__ = ("name", "key", "offset", "byte_size", "_fd", "_map", "_skew", "_users",
+    __slots__ = ("name", "key", "offset", "byte_size", "_map", "_skew", "_users",
                  "_registered", "_closed")
 
     def __init__(self, name: str, key: str, offset: int, byte_size: int, fd: int) -> None:
@@ -99,16 +121,8 @@ class Region:
         self.byte_size = byte_size
         # mmap offsets must be page aligned: map from the page holding ``offset``.
         self._skew = offset % mmap.ALLOCATIONGRANULARITY
-        self._map = mmap.mmap(
-            fd,
-            byte_size + self._skew,
-            flags=mmap.MAP_SHARED,
-            prot=mmap.PROT_READ | mmap.PROT_WRITE,
-            offset=offset - self._skew,
-        )
-        # The descriptor stays open so every use can check the object was not truncated
-        # (touching a page past the end of a shared-memory object kills the process).
-        self._fd = fd
+        # Owns ``fd`` from here (closes it at once where it can).
+        self._map = Mapping(fd, byte_size + self._skew, offset - self._skew)
         self._users = 0
         self._registered = True
         self._closed = False
@@ -151,13 +165,14 @@ class Region:
             )
         if self._closed:
             raise NotFound(f"Unable to find shared memory region: '{name}'")
-        if os.fstat(self._fd).st_size < self.offset + self.byte_size:
+        # Touching a page past the end of a truncated object would kill the server.
+        if self._map.object_size() < self.offset + self.byte_size:
             raise InvalidArgument(
                 f"shared memory region '{name}' is no longer valid: its shared memory object "
                 "was truncated below the registered offset + byte size"
             )
         start = self._skew + offset
-        return memoryview(self._map)[start : start + byte_size]
+        return self._map.view()[start : start + byte_size]
 
     def _acquire(self) -> None:
         self._users += 1
@@ -176,13 +191,9 @@ class Region:
         if self._closed:
             return
         self._closed = True
-        try:
-            self._map.close()
-        except BufferError:
-            # A view is still referenced (e.g. an input array a response keeps): the
-            # mapping is freed with that last view, never while it is readable.
-            pass
-        os.close(self._fd)
+        # A view still referenced (e.g. an input array a response keeps) keeps the pages
+        # mapped until it is dropped, never freed while readable.
+        self._map.close()
 
 
 class RegionLease:
@@ -215,9 +226,11 @@ class RegionLease:
 class SharedMemoryRegistry:
     """Registered system shared-memory regions, by name."""
 
-    def __init__(self, shm_dir: str = SHM_DIR) -> None:
+    def __init__(self, shm_dir: str = SHM_DIR, limits: ShmLimits | None = None) -> None:
         self._dir = shm_dir
+        self._limits = limits if limits is not None else ShmLimits()
         self._regions: dict[str, Region] = {}
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def register(self, name: str, key: str, offset: int, byte_size: int) -> None:
@@ -226,6 +239,7 @@ class SharedMemoryRegistry:
         base = _file_name(name, key)
         offset = _check_uint(name, "offset", offset)
         byte_size = _check_uint(name, "byte_size", byte_size)
+        _check_prefix(name, base, self._limits.key_prefix)
         with self._lock:
             if name in self._regions:
                 raise AlreadyExists(f"shared memory region '{name}' already in manager")
@@ -246,6 +260,7 @@ class SharedMemoryRegistry:
                     raise InvalidArgument(
                         f"failed to register shared memory region '{name}': invalid args"
                     )
+                self._check_room(name, byte_size)
                 try:
                     region = Region(name, key, offset, byte_size, fd)
                 except (OSError, ValueError, OverflowError) as exc:
@@ -257,6 +272,22 @@ class SharedMemoryRegistry:
                 os.close(fd)
                 raise
             self._regions[name] = region
+            self._bytes += byte_size
+
+    def _check_room(self, name: str, byte_size: int) -> None:
+        limits = self._limits
+        if len(self._regions) >= limits.max_regions:
+            raise InvalidArgument(
+                f"failed to register shared memory region '{name}': the server already "
+                f"holds {limits.max_regions} regions, its limit (--client-shm-max-regions); "
+                "unregister some first"
+            )
+        if self._bytes + byte_size > limits.max_bytes:
+            raise InvalidArgument(
+                f"failed to register shared memory region '{name}': {byte_size} more bytes "
+                f"would exceed the {limits.max_bytes} bytes the server maps for clients "
+                "(--client-shm-max-bytes); unregister some first"
+            )
 
     def status(self, name: str = "") -> list[dict[str, Any]]:
         """Every region (sorted by name, as Triton lists them), or the one named."""
@@ -281,6 +312,7 @@ class SharedMemoryRegistry:
                 region = self._regions.pop(name, None)
                 regions = [] if region is None else [region]
             for region in regions:
+                self._bytes -= region.byte_size
                 region._unregister()
 
     unregister_all = unregister

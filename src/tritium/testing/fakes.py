@@ -87,6 +87,9 @@ class FakeTransport(asyncio.Transport):
     def is_closing(self) -> bool:
         return self.closed
 
+    def get_write_buffer_size(self) -> int:
+        return 0  # every write is taken at once
+
     def pause_reading(self) -> None:
         self.reading = False
         self.pauses += 1

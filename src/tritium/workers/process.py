@@ -34,6 +34,20 @@ _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
 _FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
+# Shutdown: a finalize that starts with no time left still gets this long, and a process
+# that outlives its deadline this long after TERM (and again after KILL).
+_MIN_FINALIZE_S = 0.25
+_TERM_GRACE_S = 0.25
+
+
+async def _exited(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``proc`` to exit (and reap it)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while proc.poll() is None:
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
 
 
 class _ControlProtocol(asyncio.Protocol):
@@ -251,11 +265,15 @@ class WorkerProcess:
         self.model_ready = bool(reply.get("ready", True))
 
     async def stop(self, timeout: float) -> None:
-        """Run finalize, then make sure the process is gone."""
+        """Run finalize, then make sure the process is gone: all of it within ``timeout``
+        seconds, plus at most ~0.6 s to finalize an idle model when no time is left and to
+        stop a process that ignores its deadline (TERM, then KILL)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
         if self._alive:
             with contextlib.suppress(TritiumError, asyncio.TimeoutError, OSError):
-                await self.call({"op": "fini"}, timeout)
-        await self._reap(timeout)
+                await self.call({"op": "fini"}, max(timeout, _MIN_FINALIZE_S))
+        await self._reap(deadline - loop.time())
 
     async def _reap(self, timeout: float) -> None:
         proc = self._proc
@@ -263,16 +281,17 @@ class WorkerProcess:
         if self.streams is not None:
             # Decoupled requests the model never ended end now, not never.
             self.streams.fail_all(Unavailable(f"instance '{self.label}' was stopped"))
+        batch, self._batch = self._batch, None
+        if batch is not None and not batch[1].done():
+            batch[1].set_exception(Unavailable(f"instance '{self.label}' is stopping"))
         if self._transport is not None:
             self._transport.close()
             self._transport = None
-        if proc is not None:
-            deadline = asyncio.get_running_loop().time() + max(timeout, 0.1)
-            while proc.poll() is None and asyncio.get_running_loop().time() < deadline:
-                await asyncio.sleep(0.01)
-            if proc.poll() is None:
+        if proc is not None and not await _exited(proc, max(timeout, 0.1)):
+            proc.terminate()
+            if not await _exited(proc, _TERM_GRACE_S):
                 proc.kill()
-                await asyncio.get_running_loop().run_in_executor(None, proc.wait)
+                await _exited(proc, _TERM_GRACE_S)
         self._close_arenas()
 
     def kill(self) -> None:

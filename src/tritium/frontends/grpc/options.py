@@ -7,7 +7,9 @@ Durations are in milliseconds, as Triton's flags give them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from tritium.frontends.restricted import RestrictedApis
 
 #: Triton's message size limit, both directions (INT32_MAX bytes).
 MAX_MESSAGE_LENGTH = 2**31 - 1
@@ -49,3 +51,7 @@ class GrpcOptions:
     response_compression: str = "none"
     keepalive: KeepaliveOptions = KeepaliveOptions()
     max_message_length: int = MAX_MESSAGE_LENGTH
+    #: Seconds a connection with no open stream stays open before GOAWAY (0: forever).
+    idle_timeout_s: float = 0.0
+    #: ``--grpc-restricted-protocol``: methods of these groups require a header.
+    restricted: RestrictedApis = field(default_factory=RestrictedApis)

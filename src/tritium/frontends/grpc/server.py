@@ -72,6 +72,11 @@ def _channel_options(options: GrpcOptions) -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", options.max_message_length),
         ("grpc.so_reuseport", int(options.reuse_port)),
         *_keepalive_args(options.keepalive),
+        *(
+            [("grpc.max_connection_idle_ms", int(options.idle_timeout_s * 1000))]
+            if options.idle_timeout_s > 0
+            else []
+        ),
     ]
 
 
@@ -113,7 +118,7 @@ async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServe
     credentials = _server_credentials(options.tls) if options.tls is not None else None
     compression = _compression(options)
     server = grpc.aio.server(options=_channel_options(options))
-    add_methods_to_server(server, service, compression)
+    add_methods_to_server(server, service, compression, options.restricted)
     address = f"{host}:{port}"
     try:
         if credentials is None:

@@ -16,6 +16,7 @@ import grpc
 
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_status
+from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 from tritium.service import Service
 
 _STATUS_BY_VALUE: dict[int, grpc.StatusCode] = {s.value[0]: s for s in grpc.StatusCode}
@@ -99,23 +100,62 @@ def _stream(method: Method, service: Service, compression: grpc.Compression | No
     return call
 
 
+def _guard(method: Method, call: Callable, restriction: Restriction) -> Callable:
+    """``call`` behind Triton's header check (UNAVAILABLE without the right value)."""
+    header = restriction.header
+    message = restriction.grpc_message()
+
+    def allowed(context: grpc.aio.ServicerContext) -> bool:
+        given = None
+        for key, value in context.invocation_metadata() or ():
+            if key == header:
+                given = value
+        return restriction.allows(given)
+
+    if method.kind == STREAM:
+
+        async def guarded_stream(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            if not allowed(context):
+                await context.abort(grpc.StatusCode.UNAVAILABLE, message)
+            async for reply in call(requests, context):
+                yield reply
+
+        return guarded_stream
+
+    async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if not allowed(context):
+            await context.abort(grpc.StatusCode.UNAVAILABLE, message)
+        return await call(request, context)
+
+    return guarded
+
+
 def _serialize(message: Any) -> bytes:
     return message.SerializeToString()
 
 
 def _rpc_handler(
-    method: Method, service: Service, compression: grpc.Compression | None
+    method: Method,
+    service: Service,
+    compression: grpc.Compression | None,
+    restriction: Restriction | None = None,
 ) -> grpc.RpcMethodHandler:
     # Only inference responses are compressed, as Triton does.
     compression = compression if method.infer else None
     if method.kind == STREAM:
+        call = _stream(method, service, compression)
+        if restriction is not None:
+            call = _guard(method, call, restriction)
         return grpc.stream_stream_rpc_method_handler(
-            _stream(method, service, compression),
+            call,
             request_deserializer=method.request_type.FromString,
             response_serializer=_serialize,
         )
+    call = _unary(method, service, compression)
+    if restriction is not None:
+        call = _guard(method, call, restriction)
     return grpc.unary_unary_rpc_method_handler(
-        _unary(method, service, compression),
+        call,
         request_deserializer=method.request_type.FromString,
         response_serializer=_serialize,
     )
@@ -136,27 +176,35 @@ class _MethodNotFound(grpc.GenericRpcHandler):
 
 
 def method_handlers(
-    service: Service, compression: grpc.Compression | None = None
+    service: Service,
+    compression: grpc.Compression | None = None,
+    restricted: RestrictedApis | None = None,
 ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
     """grpc.aio method handlers for every method in ``calls.METHODS``, by service name
     (``inference.GRPCInferenceService`` and ``grpc.health.v1.Health``) then method name.
 
-    ``compression`` (when set) applies to the responses of inference methods only.
+    ``compression`` (when set) applies to the responses of inference methods only;
+    methods of a group ``restricted`` names require its header.
     """
+    restricted = restricted or RestrictedApis()
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for path, method in METHODS.items():
         service_name = path[1:].rsplit("/", 1)[0]
+        restriction = restricted.for_group(grpc_method_group(method.name))
         by_service.setdefault(service_name, {})[method.name] = _rpc_handler(
-            method, service, compression
+            method, service, compression, restriction
         )
     return by_service
 
 
 def add_methods_to_server(
-    server: grpc.aio.Server, service: Service, compression: grpc.Compression | None = None
+    server: grpc.aio.Server,
+    service: Service,
+    compression: grpc.Compression | None = None,
+    restricted: RestrictedApis | None = None,
 ) -> None:
     """Serve every method of ``calls.METHODS`` on ``server`` (before it starts)."""
-    for name, handlers in method_handlers(service, compression).items():
+    for name, handlers in method_handlers(service, compression, restricted).items():
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
         # Registered methods (grpcio >= 1.63) are matched inside grpc core, without a
         # Python lookup per call; older grpcio serves them through the generic handler.

@@ -11,6 +11,7 @@ of its code.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from functools import partial
 
 import orjson
@@ -57,6 +58,7 @@ from tritium.frontends.http.service_api import (
     ReadinessReasons,
     SharedMemoryService,
 )
+from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -72,6 +74,22 @@ def _internal(exc: BaseException, what: str) -> HttpResponse:
     # Tracebacks go to the log, never to the client.
     logger.error("unexpected error in %s", what, exc_info=exc)
     return error_response(500, f"internal error in {what}")
+
+
+def _raw_body(length: str | None) -> bool:
+    """Whether ``Inference-Header-Content-Length`` says the body is one raw tensor."""
+    if length is None:
+        return False
+    try:
+        return parse_header_length(length, 2**63) == 0
+    except InvalidArgument:
+        return False
+
+
+async def _compressed_off_loop(
+    body: bytes, encoding: str, content_type: bytes, headers: list[tuple[bytes, bytes]]
+) -> HttpResponse:
+    return HttpResponse(200, [await off_loop(compress, body, encoding)], content_type, headers)
 
 
 class KServeRoutes:
@@ -179,6 +197,8 @@ class KServeRoutes:
                 reply = from_error(exc)
                 reply.headers = _ACCEPT_ENCODING
                 return reply
+        if len(body) >= OFFLOAD_BYTES:
+            return self._infer_off_loop(request, model, version, compressed)
         try:
             if compressed is not None:
                 body = decompress(body, compressed, self._max_input_size)
@@ -207,13 +227,66 @@ class KServeRoutes:
             ),
         )
 
+    async def _infer_off_loop(
+        self, request: HttpRequest, model: str, version: str, compressed: str | None
+    ) -> HttpResponse:
+        """``infer`` for a big body: decoding and encoding run on an offload thread."""
+        service = self._service
+        try:
+            config = None
+            if _raw_body(request.headers.get("inference-header-content-length")):
+                config = service.model_config(model, version)  # a raw body needs it
+            infer_request, prefs = await off_loop(
+                self._decode_big, model, version, request, compressed, config
+            )
+            done = service.submit(infer_request)
+        except DecoupledRefused:
+            return from_error(Unsupported(DECOUPLED_REFUSED))
+        except TritiumError as exc:
+            return from_error(exc)
+        except Exception as exc:
+            return _internal(exc, "inference")
+        try:
+            await done
+        except Exception:  # noqa: BLE001 - _encode reports it from the completion
+            pass
+        encode = partial(
+            self._encode,
+            infer_request.id,
+            prefs,
+            request.headers.get("accept-encoding"),
+            done,
+            compress_here=True,
+        )
+        return await off_loop(encode)
+
+    def _decode_big(
+        self,
+        model: str,
+        version: str,
+        request: HttpRequest,
+        compressed: str | None,
+        config: dict | None,
+    ) -> tuple:
+        body = request.body
+        if compressed is not None:
+            body = decompress(body, compressed, self._max_input_size)
+        header_length = parse_header_length(
+            request.headers.get("inference-header-content-length"), len(body)
+        )
+        if header_length:
+            return decode_infer_request(model, version, body, header_length, cache=False)
+        assert config is not None  # _raw_body said so on the loop
+        return decode_raw_request(model, version, body, config)
+
     def _encode(
         self,
         request_id: str,
         prefs: OutputPrefs,
         accept: str | None,
         done: Completion,
-    ) -> HttpResponse:
+        compress_here: bool = False,
+    ) -> HttpResponse | Awaitable[HttpResponse]:
         try:
             response = done.result()
             if response.error is not None:
@@ -232,8 +305,11 @@ class KServeRoutes:
         if accept is not None:
             chosen = response_encoding(accept)
             if chosen is not None:
-                chunks = [compress(b"".join(chunks), chosen)]
                 headers.append((b"Content-Encoding", chosen.encode()))
+                body = b"".join(chunks)
+                if len(body) >= OFFLOAD_BYTES and not compress_here:
+                    return _compressed_off_loop(body, chosen, content_type, headers)
+                chunks = [compress(body, chosen)]
         return HttpResponse(200, chunks, content_type, headers or None)
 
 

@@ -355,10 +355,13 @@ _PLANS = HeaderPlans()
 
 
 def decode_infer_request(
-    model_name: str, model_version: str, body: bytes, header_length: int
+    model_name: str, model_version: str, body: bytes, header_length: int, cache: bool = True
 ) -> tuple[InferRequest, OutputPrefs]:
-    """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``."""
-    cacheable = header_length <= MAX_HEADER
+    """Decode a JSON (+ binary data) infer body; ``0 < header_length <= len(body)``.
+
+    ``cache=False`` neither reads nor fills the shared plan cache (for decoding on a thread
+    other than the event loop's)."""
+    cacheable = cache and header_length <= MAX_HEADER
     header = body[:header_length] if cacheable else b""
     if cacheable and (header_length < len(body) or _PLANS.json_only):
         plan = _PLANS.get(header)

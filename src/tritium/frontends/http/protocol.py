@@ -35,12 +35,19 @@ from tritium.frontends.http.request_heads import RequestHead, planned_head
 from tritium.frontends.http.response_bytes import response_bytes
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.status import status_line
+from tritium.frontends.http.timeouts import HttpTimeouts
 
 logger = logging.getLogger("tritium.frontends.http")
 
 MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_PIPELINE = 32
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# Connection phases as the timeout sweep sees them.
+_BUSY, _IDLE, _HEAD, _BODY = range(4)
+_DEFAULT_TIMEOUTS = HttpTimeouts()
+# A read bigger than this is parsed one slice per loop iteration: a body of a million
+# one-byte chunks costs a parser callback per byte or so, and must not hold the loop.
+_FEED_SLICE = 64 * 1024
 
 
 class _Slot:
@@ -66,8 +73,10 @@ class HttpProtocol(asyncio.Protocol):
         *,
         max_input_size: int,
         max_pipeline: int = DEFAULT_MAX_PIPELINE,
+        timeouts: HttpTimeouts = _DEFAULT_TIMEOUTS,
     ) -> None:
         self._router = router
+        self._timeouts = timeouts
         self._connections = connections
         self._max_input_size = max_input_size
         self._max_pipeline = max_pipeline
@@ -97,6 +106,13 @@ class HttpProtocol(asyncio.Protocol):
         self._write_paused = False
         self._read_paused = False
         self.closed: asyncio.Future[None] = self._loop.create_future()
+        # timeouts: reads so far, and the phase and progress marker of the last sweep
+        self._reads = 0
+        self._swept_phase = _BUSY
+        self._swept_key: object = None
+        self._swept_at = 0.0
+        # the unparsed rest of a big read (see ``_FEED_SLICE``); reading pauses meanwhile
+        self._backlog: bytes | None = None
 
     # ---------------------------------------------------------------- transport
 
@@ -129,6 +145,10 @@ class HttpProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._stop_parsing:
             return
+        self._reads += 1
+        if len(data) > _FEED_SLICE or self._backlog is not None:
+            self._feed_later(data)
+            return
         idle = not self._in_message
         head = self._head
         if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
@@ -138,20 +158,49 @@ class HttpProtocol(asyncio.Protocol):
                 )
                 return
         self._completed = 0
+        if self._feed(data) and idle and self._completed == 1 and not self._in_message:
+            self._remember_head(data)
+
+    def _feed(self, data: bytes) -> bool:
+        """Parse ``data``; False when parsing stopped on an error or an upgrade."""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             # The request itself was handled; protocol upgrades are not offered.
             self._stop_parsing = True
             self._close_if_idle()
-            return
+            return False
         except httptools.HttpParserError as exc:
             # Bytes after a request that closes the connection are ignored, not refused.
             if not self._stop_parsing:
                 self._fail(error_response(400, f"malformed HTTP request: {exc}"))
+            return False
+        return True
+
+    def _feed_later(self, data: bytes) -> None:
+        """Queue a big read to be parsed a slice per loop iteration, reading paused."""
+        if self._backlog is None:
+            self._backlog = data
+            self._loop.call_soon(self._feed_slice)
+            self._update_reading()
+        else:
+            self._backlog += data
+
+    def _feed_slice(self) -> None:
+        backlog = self._backlog
+        if backlog is None or self._stop_parsing:
+            self._backlog = None
             return
-        if idle and self._completed == 1 and not self._in_message:
-            self._remember_head(data)
+        piece, rest = backlog[:_FEED_SLICE], backlog[_FEED_SLICE:]
+        self._backlog = rest or None
+        self._completed = 0
+        self._plannable = None
+        self._feed(piece)
+        if self._backlog is not None and not self._stop_parsing:
+            self._loop.call_soon(self._feed_slice)
+        else:
+            self._backlog = None
+            self._update_reading()
 
     def _remember_head(self, data: bytes) -> None:
         """Keep the head of a read that held exactly one request once it repeats."""
@@ -179,6 +228,37 @@ class HttpProtocol(asyncio.Protocol):
     def abort(self) -> None:
         if self._transport is not None:
             self._transport.abort()
+
+    def sweep(self, now: float) -> None:
+        """Close the connection if it has stayed in one phase longer than its timeout
+        allows (see ``timeouts``); called by the server's periodic sweep."""
+        if self._queue or self._stop_parsing or self._transport is None:
+            self._swept_phase = _BUSY
+            return
+        timeouts = self._timeouts
+        if not self._in_message:
+            phase, key, limit = _IDLE, self._reads, timeouts.keep_alive
+        elif not self._headers:
+            # The same head as last time: dribbled bytes do not restart its clock.
+            phase, key, limit = _HEAD, self._raw_headers, timeouts.header
+        else:
+            phase, key, limit = _BODY, self._reads, timeouts.body
+        same = key is self._swept_key if phase == _HEAD else key == self._swept_key
+        if phase != self._swept_phase or not same:
+            self._swept_phase, self._swept_key, self._swept_at = phase, key, now
+            return
+        if not limit or now - self._swept_at < limit:
+            return
+        if phase == _IDLE:
+            transport = self._transport
+            if transport.get_write_buffer_size():
+                transport.abort()  # a client that does not read its answers either
+            else:
+                transport.close()
+            return
+        self._in_message = False
+        what = "request head" if phase == _HEAD else "request body"
+        self._fail(error_response(408, f"timed out waiting for the {what}"))
 
     # ------------------------------------------------------------ parser events
 
@@ -236,14 +316,26 @@ class HttpProtocol(asyncio.Protocol):
             self._too_large = True
             self._body = []
         else:
-            self._body.append(body)
+            parts = self._body
+            parts.append(body)
+            if len(parts) > 256:
+                # Many small chunks: gather them as they come, so the list stays short
+                # and finishing the body is not one long join of a million pieces.
+                gathered = parts[0] if type(parts[0]) is bytearray else bytearray(parts[0])
+                gathered += b"".join(parts[1:])
+                self._body = [gathered]
 
     def on_message_complete(self) -> None:
         self._in_message = False
         if self._stop_parsing:
             return
         parser = self._parser
-        http10 = parser.get_http_version() == "1.0"
+        version = parser.get_http_version()
+        http10 = version == "1.0"
+        if not http10 and version != "1.1":
+            # A request line without a version (HTTP/0.9) is not a request we answer.
+            self._fail(error_response(400, "malformed HTTP request: no HTTP version"))
+            return
         # An upgrade is never accepted, so nothing after such a request is HTTP/1.1.
         keep_alive = (
             parser.should_keep_alive() and not self._draining and not parser.should_upgrade()
@@ -272,7 +364,9 @@ class HttpProtocol(asyncio.Protocol):
             path,
             query,
             self._headers,
-            body[0] if len(body) == 1 else b"".join(body),
+            (body[0] if type(body[0]) is bytes else bytes(body[0]))
+            if len(body) == 1
+            else b"".join(body),
             http10,
         )
 
@@ -356,6 +450,10 @@ class HttpProtocol(asyncio.Protocol):
         except Exception as exc:
             logger.error("unexpected error in an HTTP handler", exc_info=exc)
             response = error_response(500, "internal error")
+        if not isinstance(response, HttpResponse):
+            # A big answer finished off the event loop (see ``offload``).
+            slot.task = self._loop.create_task(self._complete(slot, response))
+            return
         slot.response = response
         if self._queue and self._queue[0] is slot:
             self._flush()
@@ -447,7 +545,11 @@ class HttpProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        pause = self._write_paused or len(self._queue) >= self._max_pipeline
+        pause = (
+            self._write_paused
+            or len(self._queue) >= self._max_pipeline
+            or self._backlog is not None
+        )
         if pause != self._read_paused:
             self._read_paused = pause
             if pause:

@@ -6,6 +6,11 @@ Patterns are slash-separated segments; ``{name}`` captures one non-empty segment
 answers 405, a path that matches nothing answers 404 — as Triton does. Recent lookups
 are cached so the hot path costs one dict lookup; the ``params`` dict a handler gets
 is shared by every request to the same path, so handlers treat it as read-only.
+
+Every route belongs to the API group its pattern names (``restricted.http_route_group``:
+``/v2/models/{model}/infer`` is ``inference``). When a group is restricted
+(``--http-restricted-api``), its handlers are wrapped, at registration, in a check of
+the required header; routes of other groups pay nothing for it.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from tritium.frontends.http.messages import HttpRequest, HttpResponse
+from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_response
+from tritium.frontends.restricted import RestrictedApis, Restriction, http_route_group
 
 Params = dict[str, str]
 Handler = Callable[[HttpRequest, Params], "HttpResponse | Awaitable[HttpResponse]"]
@@ -41,6 +47,24 @@ class _Route:
     method: str
     segments: tuple[tuple[int, str], ...]
     handler: Handler
+    #: The API group of the pattern (None: in no group, never restricted).
+    group: str | None
+    #: The handler as registered (``handler`` may wrap it in a restriction check).
+    registered: Handler
+
+
+def _guarded(restriction: Restriction, handler: Handler) -> Handler:
+    """``handler`` behind Triton's check: 403 unless the header has the right value."""
+    header = restriction.header
+    allows = restriction.allows
+    refusal = error_response(403, restriction.http_message())
+
+    def guarded(request: HttpRequest, params: Params) -> HttpResponse | Awaitable[HttpResponse]:
+        if not allows(request.headers.get(header)):
+            return refusal
+        return handler(request, params)
+
+    return guarded
 
 
 def _compile(pattern: str) -> tuple[tuple[int, str], ...]:
@@ -61,9 +85,24 @@ def _compile(pattern: str) -> tuple[tuple[int, str], ...]:
 class Router:
     """Routes ``(method, path)`` to a handler; ``add`` may be called at any time."""
 
-    def __init__(self) -> None:
+    def __init__(self, restricted: RestrictedApis | None = None) -> None:
         self._by_length: dict[int, list[_Route]] = {}
         self._cache: dict[tuple[str, str], Match] = {}
+        self._restricted = restricted or RestrictedApis()
+
+    def restrict(self, restricted: RestrictedApis) -> None:
+        """Apply ``restricted`` to the routes added so far and to every later one."""
+        self._restricted = restricted
+        for routes in self._by_length.values():
+            routes[:] = [self._route(r.method, r.segments, r.registered, r.group) for r in routes]
+        self._cache.clear()
+
+    def _route(
+        self, method: str, segments: tuple[tuple[int, str], ...], handler: Handler, group: str | None
+    ) -> _Route:
+        restriction = self._restricted.for_group(group)
+        served = handler if restriction is None else _guarded(restriction, handler)
+        return _Route(method, segments, served, group, handler)
 
     def add(self, method: str, pattern: str, handler: Handler) -> None:
         """Register ``handler`` for ``method`` (e.g. "GET") on ``pattern``.
@@ -74,7 +113,7 @@ class Router:
         """
         segments = _compile(pattern)
         routes = self._by_length.setdefault(len(segments), [])
-        routes.append(_Route(method.upper(), segments, handler))
+        routes.append(self._route(method.upper(), segments, handler, http_route_group(pattern)))
         routes.sort(key=lambda r: [kind != _LITERAL for kind, _ in r.segments])
         self._cache.clear()
 

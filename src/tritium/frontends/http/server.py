@@ -16,6 +16,9 @@ from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import DEFAULT_MAX_PIPELINE, HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.service_api import InferenceService
+from tritium.frontends.http.timeouts import HttpTimeouts
+from tritium.frontends.restricted import RestrictedApis
+from tritium.frontends.sweep import ConnectionSweep, sweep_period
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -26,11 +29,16 @@ class HttpServer:
     """A running HTTP endpoint."""
 
     def __init__(
-        self, server: asyncio.Server, router: Router, connections: set[HttpProtocol]
+        self,
+        server: asyncio.Server,
+        router: Router,
+        connections: set[HttpProtocol],
+        sweep: ConnectionSweep | None = None,
     ) -> None:
         self._server = server
         self._router = router
         self._connections = connections
+        self._sweep = sweep
 
     @property
     def router(self) -> Router:
@@ -53,6 +61,8 @@ class HttpServer:
         """Stop accepting and close every connection now (in-flight requests are
         cancelled)."""
         self._server.close()
+        if self._sweep is not None:
+            self._sweep.close()
         for conn in list(self._connections):
             conn.abort()
 
@@ -86,27 +96,39 @@ async def start_http_server(
     max_input_size: int = DEFAULT_MAX_INPUT_SIZE,
     max_pipeline: int = DEFAULT_MAX_PIPELINE,
     router: Router | None = None,
+    timeouts: HttpTimeouts | None = None,
+    restricted: RestrictedApis | None = None,
 ) -> HttpServer:
     """Serve the KServe v2 HTTP API of ``service``.
 
     ``sock`` (already bound) takes precedence over host/port. ``max_input_size`` bounds
     a request body, after decompression, in bytes. ``router`` lets a caller pass one
-    with routes already added; the v2 routes are added to it.
+    with routes already added; the v2 routes are added to it. ``timeouts`` bounds how
+    long a connection may sit idle or take to send a request (defaults: HttpTimeouts()).
+    ``restricted`` (``--http-restricted-api``) guards the routes of its groups.
     """
     if max_input_size <= 0:
         raise ValueError(f"max_input_size must be positive, got {max_input_size}")
     loop = asyncio.get_running_loop()
     router = router if router is not None else Router()
+    if restricted:
+        router.restrict(restricted)
     KServeRoutes(service, max_input_size).register(router)
     connections: set[HttpProtocol] = set()
+    timeouts = timeouts if timeouts is not None else HttpTimeouts()
 
     def factory() -> HttpProtocol:
         return HttpProtocol(
-            router, connections, max_input_size=max_input_size, max_pipeline=max_pipeline
+            router,
+            connections,
+            max_input_size=max_input_size,
+            max_pipeline=max_pipeline,
+            timeouts=timeouts,
         )
 
     if sock is not None:
         server = await loop.create_server(factory, sock=sock, backlog=1024)
     else:
         server = await loop.create_server(factory, host=host, port=port, backlog=1024)
-    return HttpServer(server, router, connections)
+    period = sweep_period(timeouts.keep_alive, timeouts.header, timeouts.body)
+    return HttpServer(server, router, connections, ConnectionSweep(connections, period))

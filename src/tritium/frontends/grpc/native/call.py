@@ -21,6 +21,8 @@ from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
+from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
+from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 
 if TYPE_CHECKING:
     from tritium.frontends.grpc.native.server import GrpcProtocol
@@ -190,6 +192,10 @@ class GrpcCall:
             proto.schedule_flush()
             return
         encoding = self.out_encoding if self.method.infer else None
+        if encoding is not None and OFFLOAD_BYTES <= len(payload) <= proto.max_message_length:
+            # Compressing a big answer would hold every other client: done on a thread.
+            self.future = proto.loop.create_task(self._send_compressed(payload, encoding))
+            return
         if encoding is None and len(payload) <= proto.max_message_length:
             prefix: bytes | None = _pack_prefix(0, len(payload))
         else:
@@ -203,6 +209,32 @@ class GrpcCall:
             self.timer = None
         self.conn.send_response(
             self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
+        )
+        proto.schedule_flush()
+
+    async def _send_compressed(self, payload: bytes, encoding: str) -> None:
+        proto = self.proto
+        try:
+            data = await off_loop(w.compress, encoding, payload, proto.compression_level)
+        except Exception as exc:  # noqa: BLE001 - the call must end, whatever happened
+            self.future = None
+            logger.error("compressing a gRPC response failed", exc_info=exc)
+            self.fail(w.INTERNAL, "failed to compress the response")
+            proto.schedule_flush()
+            return
+        self.future = None
+        if self.closed:
+            return
+        self.closed = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        self.conn.send_response(
+            self.stream,
+            w.RESPONSE_HEAD[encoding],
+            w.message_prefix(len(data), True),
+            data,
+            w.TRAILERS_OK,
         )
         proto.schedule_flush()
 
@@ -375,6 +407,9 @@ def _check_headers(proto: GrpcProtocol, headers: list[tuple[str, str]]) -> _Chec
     method = METHODS.get(path or "")
     if method is None:
         return w.trailers_only(w.UNIMPLEMENTED, f"Method not found: {path}")
+    restriction = proto.shared.restricted_paths.get(method.path)
+    if restriction is not None and not restriction.allows(metadata.get(restriction.header)):
+        return w.trailers_only(w.UNAVAILABLE, restriction.grpc_message())
     if encoding == "identity":
         encoding = None
     elif encoding is not None and encoding not in w.ENCODINGS:
@@ -383,3 +418,13 @@ def _check_headers(proto: GrpcProtocol, headers: list[tuple[str, str]]) -> _Chec
         )
     out_encoding = w.response_encoding(accept, proto.response_compression) if method.infer else None
     return method, metadata, encoding, out_encoding, timeout
+
+
+def restricted_paths(restricted: RestrictedApis) -> dict[str, Restriction]:
+    """:path → restriction, for the methods whose group ``restricted`` restricts."""
+    found = {}
+    for path, method in METHODS.items():
+        restriction = restricted.for_group(grpc_method_group(method.name))
+        if restriction is not None:
+            found[path] = restriction
+    return found

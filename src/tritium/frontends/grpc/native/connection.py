@@ -268,6 +268,8 @@ class H2Connection(H2Sender):
             if len(block) < 5:
                 raise ProtocolFailure(f.FRAME_SIZE_ERROR, "HEADERS priority fields truncated")
             block = block[5:]
+        if len(block) > self.max_header_block:
+            raise ProtocolFailure(f.ENHANCE_YOUR_CALM, "header block too large")
         if flags & f.END_HEADERS:
             self._headers_complete(sid, flags, bytes(block))
         else:

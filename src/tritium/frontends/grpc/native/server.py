@@ -17,15 +17,20 @@ from typing import Any
 
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.native import grpc_wire as w
-from tritium.frontends.grpc.native.call import open_call
+from tritium.frontends.grpc.native.call import open_call, restricted_paths
 from tritium.frontends.grpc.native.connection import H2Connection, Stream, StreamReceiver
 from tritium.frontends.grpc.options import GrpcOptions, TlsFiles
+from tritium.frontends.sweep import ConnectionSweep, sweep_period
 from tritium.service import Service
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
 #: Streams one connection may have open at once (excess ones are refused).
 MAX_CONCURRENT_STREAMS = 1024
+#: Largest encoded request header block: a little over the 64 KiB header-list limit, so
+#: that decoding one (HPACK in Python, ~0.35 ms per KiB of Huffman code) never holds the
+#: event loop for more than ~30 ms; a bigger block closes the connection (ENHANCE_YOUR_CALM).
+MAX_HEADER_BLOCK = 80 * 1024
 
 
 class _Shared:
@@ -42,6 +47,8 @@ class _Shared:
         self.stopping = False
         #: Decoded ModelInfer headers, shared by all connections (clients repeat them).
         self.plans = RequestPlans()
+        #: :path → the header its calls must carry (only restricted methods are here).
+        self.restricted_paths = restricted_paths(options.restricted)
 
 
 class GrpcProtocol(asyncio.Protocol):
@@ -59,6 +66,7 @@ class GrpcProtocol(asyncio.Protocol):
         self.conn = H2Connection(
             self,
             max_concurrent_streams=MAX_CONCURRENT_STREAMS,
+            max_header_block=MAX_HEADER_BLOCK,
             min_ping_interval=keepalive.min_recv_ping_interval_without_data_ms / 1000,
             max_ping_strikes=keepalive.max_ping_strikes,
             permit_idle_pings=keepalive.permit_without_calls,
@@ -71,6 +79,9 @@ class GrpcProtocol(asyncio.Protocol):
         self._write_paused = False
         #: id(header list) → (header list, checked headers); see ``call.open_call``.
         self.checked_headers: dict[int, tuple[Any, Any]] = {}
+        # Idle timeout: the last stream id seen idle by the sweep, and since when.
+        self._idle_key: int | None = None
+        self._idle_since = 0.0
 
     # --------------------------------------------------------- asyncio hooks
 
@@ -147,6 +158,18 @@ class GrpcProtocol(asyncio.Protocol):
             self.closed = True
             self.transport.abort()
 
+    def sweep(self, now: float) -> None:
+        """GOAWAY (then close) a connection that has had no open stream for the idle
+        timeout; a new stream id since the last sweep means it was not idle."""
+        conn = self.conn
+        if conn.streams or self.closed:
+            self._idle_key = None
+            return
+        if conn.last_stream_id != self._idle_key:
+            self._idle_key, self._idle_since = conn.last_stream_id, now
+        elif now - self._idle_since >= self.shared.options.idle_timeout_s:
+            self.goaway()
+
     # ---------------------------------------------------- keepalive and age
 
     def _later(self, name: str, delay: float, callback: Any) -> None:
@@ -200,6 +223,7 @@ class NativeGrpcServer:
         self._server = server
         self._shared = shared
         self._port = port
+        self._sweep = ConnectionSweep(shared.connections, sweep_period(shared.options.idle_timeout_s))
 
     @property
     def port(self) -> int:
@@ -216,6 +240,7 @@ class NativeGrpcServer:
         shared = self._shared
         shared.stopping = True
         self._server.close()
+        self._sweep.close()
         for proto in list(shared.connections):
             proto.goaway()
         deadline = shared.loop.time() + max(grace, 0.0)

@@ -1,0 +1,116 @@
+"""``--exit-timeout-secs`` is one deadline for the whole shutdown.
+
+Draining both frontends, finalizing the models and stopping the workers share it, so a
+server with requests still running exits within the timeout plus one second (Triton 2.51
+exits in 5.1–6.0 s at ``--exit-timeout-secs=5``), with no worker and no shared-memory
+segment left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+
+from tritium.testing import ServerProcess
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_MODELS = ROOT / "tests" / "models"
+EXIT_TIMEOUT_S = 3
+
+
+def _shm_entries() -> set[str]:
+    # Arenas are memfds and never named; a named tritium segment would be a leak. Other
+    # processes on the machine (Triton's python backend) come and go meanwhile.
+    if not os.path.isdir("/dev/shm"):
+        return set()
+    return {name for name in os.listdir("/dev/shm") if "tritium" in name}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _sleep_http(url: str, ms: int, errors: list[BaseException]) -> None:
+    client = httpclient.InferenceServerClient(url, network_timeout=120)
+    inp = httpclient.InferInput("MS", [1], "INT32")
+    inp.set_data_from_numpy(np.array([ms], np.int32))
+    try:
+        client.infer("sleeper", [inp])
+    except BaseException as exc:  # noqa: BLE001 - the server goes away mid-request
+        errors.append(exc)
+
+
+def _sleep_grpc(url: str, ms: int, errors: list[BaseException]) -> None:
+    client = grpcclient.InferenceServerClient(url)
+    inp = grpcclient.InferInput("MS", [1], "INT32")
+    inp.set_data_from_numpy(np.array([ms], np.int32))
+    try:
+        client.infer("sleeper", [inp], client_timeout=120)
+    except BaseException as exc:  # noqa: BLE001
+        errors.append(exc)
+
+
+def test_busy_server_exits_within_exit_timeout_plus_one_second():
+    shm_before = _shm_entries()
+    server = ServerProcess(
+        [TEST_MODELS],
+        [
+            "--model-control-mode=explicit",
+            "--load-model=sleeper",
+            "--load-model=printer",
+            f"--exit-timeout-secs={EXIT_TIMEOUT_S}",
+        ],
+        grpc=True,
+    ).start()
+    try:
+        workers = _children(server.proc.pid)
+        assert len(workers) >= 4  # three sleeper instances and the printer
+        errors: list[BaseException] = []
+        clients = [
+            threading.Thread(target=_sleep_http, args=(server.http_url, 60_000, errors)),
+            threading.Thread(target=_sleep_grpc, args=(server.grpc_url, 60_000, errors)),
+        ]
+        for thread in clients:
+            thread.start()
+        # Both requests are inside model.execute once the two instances report it busy.
+        time.sleep(2.0)
+    finally:
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        code = server.wait(60)
+        took = time.monotonic() - started
+    for thread in clients:
+        thread.join(30)
+    assert code == 0, server.log[-3000:]
+    assert took < EXIT_TIMEOUT_S + 1.0, f"exit took {took:.2f} s"
+    assert len(errors) == 2  # neither 60 s request was allowed to finish
+    assert all(_gone(pid) for pid in workers), server.log[-3000:]
+    assert _shm_entries() - shm_before == set()
+    # The idle model was still finalized inside the deadline.
+    assert "printer finalized" in server.log
