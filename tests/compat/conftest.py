@@ -305,6 +305,8 @@ class TritonProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.log_path = workdir / "triton.log"
+        # Whether this Triton serves gRPC too (on port + GRPC_OFFSET).
+        self.grpc = True
 
     def log_tail(self, lines: int = 40) -> str:
         text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -351,16 +353,12 @@ class TritonProcess:
             pid = self.proc.pid
             if (
                 _listens_on(pid, self.port)
-                and _listens_on(pid, self.port + GRPC_OFFSET)
+                and (not self.grpc or _listens_on(pid, self.port + GRPC_OFFSET))
                 and _live(self.port)
             ):
                 return True
             time.sleep(0.2)
         raise RuntimeError(f"Triton not live after {TRITON_START_TIMEOUT}s:\n{self.log_tail()}")
-
-    def _bound(self) -> bool:
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return f"Started HTTPService at 127.0.0.1:{self.port}" in text
 
     def stop(self) -> None:
         if self.proc is None:

@@ -31,6 +31,7 @@ RESTRICTED = f"--http-restricted-api=inference,model-config:infer-key={SECRET}"
 
 class _RestrictedTriton(TritonProcess):
     def launch(self) -> None:
+        self.grpc = False  # relaunched below with --allow-grpc=false
         super().launch()
         # Relaunch with the restriction: TritonProcess builds its own argument list.
         assert self.proc is not None
