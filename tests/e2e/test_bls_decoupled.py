@@ -151,3 +151,10 @@ def test_a_caller_that_stops_reading_is_cut_off_at_the_bound(server):
     # The server is fine afterwards: the next stream is whole.
     info = _stream(server, 5)
     assert info["indexes"] == [0, 1, 2, 3, 4] and info["empty"] == 1
+
+
+def test_a_target_whose_worker_dies_mid_stream_ends_it_with_an_error(server):
+    # Last in this module: decoupled_words restarts afterwards.
+    info = _stream(server, 3, mode="die")
+    assert info["indexes"] == [0]
+    assert len(info["errors"]) == 1 and info["empty"] == 0, info

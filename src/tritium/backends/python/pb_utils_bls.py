@@ -17,6 +17,7 @@ in; it also iterates with ``async for`` without blocking the event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from tritium.backends.python import bls
@@ -104,7 +105,8 @@ class ResponseIterator:
 
     def __del__(self) -> None:
         if not self._finished:
-            self._stream.drop()
+            with contextlib.suppress(Exception):  # e.g. at interpreter exit
+                self._stream.drop()
 
 
 def _to_response(item: bls.Answer | bls.CallError) -> InferenceResponse:
