@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritium.ipc.call_records import (
     MAX_RECORD,
@@ -36,6 +36,9 @@ from tritium.ipc.call_records import (
     pack_tensors,
     unpack_tensors,
 )
+
+if TYPE_CHECKING:
+    from tritium.backends.python.bls_streams import ReplyStream
 
 #: How long past a call's own timeout (or at all, without one) a caller waits for the
 #: server before giving up on it: the server answers every call, this is for a lost one.
@@ -74,14 +77,14 @@ class CallClient:
         self._broken: str | None = None
         # Streamed calls by id (see bls_streams.ReplyStream), and ids of streams whose
         # cancel is still to be sent (dropped while the send lock was taken).
-        self._streams: dict[int, Any] = {}
+        self._streams: dict[int, ReplyStream] = {}
         self._unsent_cancels: deque[int] = deque()
 
     def start(
         self,
         message: dict[str, Any],
         tensors: Sequence[Tensor] = (),
-        stream: Any = None,
+        stream: ReplyStream | None = None,
     ) -> Future[Answer]:
         """Send one call; the future gets its :class:`Answer` or a :class:`CallError`.
 
@@ -164,7 +167,7 @@ class CallClient:
         finally:
             self._send_lock.release()
 
-    def wait_stream(self, stream: Any, deadline: float) -> None:
+    def wait_stream(self, stream: ReplyStream, deadline: float) -> None:
         """Until ``stream`` has an answer queued: read the socket ourselves when nobody
         reads (as :meth:`call` does), else wait for the reader to deliver."""
         while not stream.ready():
@@ -261,24 +264,12 @@ class CallClient:
                 self._send_cancels()
             return
         try:
-            tensors: list[Tensor] = []
-            descriptors = message.get("outputs")
-            if fds:
-                # Mapped privately: the arrays model code gets are its own to change.
-                size = int(message["shm"])
-                try:
-                    buf: Any = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE)
-                finally:
-                    os.close(fds[0])
-            else:
-                buf = bytearray(inline)  # writable arrays, as Triton's are
-            if descriptors:
-                tensors = unpack_tensors(descriptors, buf)
+            tensors = _tensors(message, inline, fds)
         except Exception as exc:  # noqa: BLE001 - the caller hears of it
-            if future is not None and not future.done():
+            if not future.done():
                 future.set_exception(CallError("INTERNAL", f"malformed answer: {exc}"))
             return
-        if future is None or future.done():
+        if future.done():
             return
         error = message.get("error")
         if error is not None:
@@ -287,7 +278,11 @@ class CallClient:
             future.set_result(Answer(message, tensors))
 
     def _stream_answer(
-        self, stream: Any, message: dict[str, Any], inline: memoryview, fds: list[int]
+        self,
+        stream: ReplyStream | None,
+        message: dict[str, Any],
+        inline: memoryview,
+        fds: list[int],
     ) -> None:
         final = not message.get("more", False)
         if stream is None:  # dropped: only close what came with it
@@ -320,7 +315,8 @@ class CallClient:
 
 
 def _tensors(message: dict[str, Any], inline: memoryview, fds: list[int]) -> list[Tensor]:
-    """An answer's output tensors, in memory model code may change."""
+    """An answer's output tensors, in memory model code may change (an arena is mapped
+    privately, inline bytes copied: writable arrays, as Triton's are)."""
     if fds:
         try:
             buf: Any = mmap.mmap(fds[0], int(message["shm"]), flags=mmap.MAP_PRIVATE)
