@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import numpy as np
@@ -208,11 +209,27 @@ def test_async_exec_needs_a_running_event_loop():
         q.async_exec()
 
 
-@pytest.mark.parametrize("method", ["exec", "async_exec"])
-def test_decoupled_bls_says_not_supported_yet(method):
+def test_decoupled_bls_outside_a_worker_iterates_one_error_response():
     q = InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
-    with pytest.raises(TritonModelException, match="not supported yet"):
-        getattr(q, method)(decoupled=True)
+    iterator = q.exec(decoupled=True)
+    assert isinstance(iterator, pb_utils.ResponseIterator)
+    (response,) = list(iterator)
+    assert response.has_error()
+    assert "no call channel to the server" in response.error().message()
+    assert list(iterator) == []  # iterated once
+    iterator.cancel()  # nothing left to cancel
+
+
+def test_async_decoupled_bls_gives_the_iterator_which_async_for_iterates():
+    q = InferenceRequest(model_name="m", inputs=[], requested_output_names=[])
+
+    async def run():  # noqa: ANN202
+        iterator = await q.async_exec(decoupled=True)
+        return type(iterator), [r async for r in iterator]
+
+    kind, responses = asyncio.run(run())
+    assert kind is pb_utils.ResponseIterator
+    assert len(responses) == 1 and responses[0].has_error()
 
 
 def test_model_name_and_output_names_may_be_bytes():

@@ -28,6 +28,10 @@ INLINE_LIMIT = 64 * 1024
 #: both ends refuse to send a bigger one (it would arrive cut short).
 MAX_RECORD = INLINE_LIMIT + (1 << 16)
 
+#: Answers of one streamed call (``exec(decoupled=True)``) the server sends ahead of what
+#: model code took; the worker reports what it took (a ``more`` record) as it goes.
+MAX_UNREAD = 1024
+
 Tensor = tuple[str, str, np.ndarray]  # (name, datatype, array)
 
 

@@ -22,15 +22,14 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tritium.core import Completion, InferRequest, InputTensor, RequestedOutput
-from tritium.core.errors import TritiumError, Unavailable
+from tritium.core.errors import DecoupledRefused, InternalError, TritiumError, Unavailable
+from tritium.service.bls_streams import CANCELLED_MESSAGE, TIMEOUT_MESSAGE, StreamedBlsCall
 from tritium.workers.calls import WorkerCall
 
 if TYPE_CHECKING:
     from tritium.service.service import Service
 
 log = logging.getLogger("tritium.bls")
-
-TIMEOUT_MESSAGE = "Request timeout expired"
 
 
 class ModelControl(Protocol):
@@ -112,12 +111,24 @@ class BlsEndpoint:
                 ),
             )
             return
+        if m.get("decoupled") and self.service.is_decoupled(
+            request.model_name, request.model_version
+        ):
+            StreamedBlsCall(self, entry).start(request)
+            return
         try:
             done = self.service.submit(request)
+        except DecoupledRefused:
+            self._in_flight.discard(entry)
+            _reply_error(call, InternalError(_decoupled_refused(request.model_name)))
+            return
         except TritiumError as exc:
             self._in_flight.discard(entry)
             _reply_error(call, exc)
             return
+        if m.get("decoupled"):
+            # exec(decoupled=True) on a model that is not: its one response is the last.
+            call.open_stream(done.cancel)
         entry.done = done
         timer = None
         if request.timeout_us > 0:
@@ -146,7 +157,7 @@ class BlsEndpoint:
         if call is None:  # timed out and answered already
             return
         if done.cancelled():
-            _reply_error(call, Unavailable("BLS request was cancelled"))
+            _reply_error(call, Unavailable(CANCELLED_MESSAGE))
             return
         exc = done.exception()
         if exc is not None:
@@ -160,6 +171,10 @@ class BlsEndpoint:
         if response.parameters:
             message["params"] = response.parameters
         call.reply(message, [(o.name, o.datatype, o.data) for o in response.outputs])
+
+    def finished(self, entry: _InFlight) -> None:
+        """A call answered by other means (a streamed call) is no longer waited on."""
+        self._in_flight.discard(entry)
 
     # -- deadlock check ----------------------------------------------------------------
 
@@ -262,6 +277,16 @@ def stuck_models(
                     changed = True
                     break
     return stuck
+
+
+def _decoupled_refused(model: str) -> str:
+    # Triton's text for exec() without decoupled=True on a decoupled model.
+    return (
+        f"Model {model} - Error when running inference: Model {model} is using the "
+        "decoupled. The current BLS request call doesn't support models using the decoupled "
+        "transaction policy. Please use 'decoupled=True' argument to the 'exec' or "
+        "'async_exec' calls for decoupled models.'"
+    )
 
 
 def _model(label: str) -> str:

@@ -6,6 +6,11 @@ loop without blocking, maps any attached arena, and hands each request to the ha
 the server gave it. The handler answers with :meth:`CallChannel.reply`, at any later time
 and in any order: a request never waits for the worker's instance to be free, and the
 control socket (one batch at a time) is not involved.
+
+A streamed call (BLS to a decoupled model) is answered with :meth:`WorkerCall.send_part`
+per response, then one final :meth:`WorkerCall.reply`. The worker may send two records
+that are not calls, naming a streamed call by ``call``: ``more`` (model code took ``n``
+answers: at most ``MAX_UNREAD`` may be untaken) and ``cancel``.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 from tritium.ipc.arena import Arena
 from tritium.ipc.call_records import (
     MAX_RECORD,
+    MAX_UNREAD,
     Tensor,
     decode_record,
     encode_record,
@@ -39,7 +45,7 @@ class WorkerCall:
     """One request from model code: its document and its tensors (views that stay valid
     until :meth:`release`)."""
 
-    __slots__ = ("channel", "message", "tensors", "on_abandon", "_arena")
+    __slots__ = ("channel", "message", "tensors", "on_abandon", "on_cancel", "unread", "_arena")
 
     def __init__(
         self,
@@ -53,6 +59,9 @@ class WorkerCall:
         self.tensors = tensors
         # Set by the handler: runs if the worker goes away before the call is answered.
         self.on_abandon: Callable[[], object] | None = None
+        # Set by open_stream: runs when the worker cancels the call.
+        self.on_cancel: Callable[[], object] | None = None
+        self.unread = 0  # streamed answers sent that model code has not taken yet
         self._arena = arena
 
     @property
@@ -67,9 +76,27 @@ class WorkerCall:
             arena.close()
 
     def reply(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> None:
+        """The answer (a streamed call's last one)."""
         self.release()
         self.channel.open_calls.discard(self)
+        if self.on_cancel is not None:
+            self.on_cancel = None
+            self.channel.streams.pop(self.message.get("id", 0), None)
         self.channel.reply(self.message.get("id", 0), message, list(tensors))
+
+    def open_stream(self, on_cancel: Callable[[], object]) -> None:
+        """This call is answered by several replies; ``on_cancel`` runs if the worker
+        cancels it (it must still end the call with :meth:`reply`)."""
+        self.on_cancel = on_cancel
+        self.channel.streams[self.message.get("id", 0)] = self
+
+    def send_part(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> bool:
+        """One answer of a streamed call, more to follow. False once model code has
+        more than ``MAX_UNREAD`` answers untaken: the caller should end the call."""
+        message["more"] = True
+        self.unread += 1
+        self.channel.reply(self.message.get("id", 0), message, list(tensors))
+        return self.unread <= MAX_UNREAD
 
 
 CallHandler = Callable[[WorkerCall], None]
@@ -85,6 +112,7 @@ class CallChannel:
         self._writing = False
         self._closed = False
         self.open_calls: set[WorkerCall] = set()
+        self.streams: dict[int, WorkerCall] = {}  # open streamed calls by id
         sock.setblocking(False)
         self._loop.add_reader(sock.fileno(), self._readable)
 
@@ -122,6 +150,9 @@ class CallChannel:
                     os.close(fd)
             log.warning("%s: malformed call from model code: %s", self.label, exc)
             return
+        if "call" in message:
+            self._stream_notice(message)
+            return
         call = WorkerCall(self, message, tensors, arena)
         if self._handler is None:
             call.reply({"error": ["UNSUPPORTED", "calls from model code are not available"]})
@@ -136,6 +167,16 @@ class CallChannel:
         except Exception as exc:  # noqa: BLE001 - the caller gets the error, the server goes on
             log.exception("%s: handling a call from model code failed", self.label)
             call.reply({"error": ["INTERNAL", str(exc)]})
+
+    def _stream_notice(self, message: dict[str, Any]) -> None:
+        """``more`` or ``cancel`` for a streamed call (one already answered is ignored)."""
+        call = self.streams.get(message["call"])
+        if call is None:
+            return
+        if message.get("op") == "more":
+            call.unread = max(0, call.unread - int(message.get("n", 0)))
+        elif message.get("op") == "cancel" and call.on_cancel is not None:
+            call.on_cancel()
 
     def reply(self, call_id: int, message: dict[str, Any], tensors: list[Tensor]) -> None:
         if self._closed:
@@ -200,6 +241,7 @@ class CallChannel:
                 arena.close()
         self._outbox.clear()
         calls, self.open_calls = self.open_calls, set()
+        self.streams.clear()
         for call in calls:
             call.release()
             if call.on_abandon is not None:

@@ -7,6 +7,10 @@ first call, takes every answer off the socket and completes the call it belongs 
 any number of calls can be in flight at once (``async_exec``), from any thread. A
 synchronous call reads the socket itself when no one else is reading (the usual case:
 ``exec()`` from ``execute``), which saves a hand-over between threads per call.
+
+A streamed call (``exec(decoupled=True)``) gets many answers, in order, the last one
+marked final; they queue in its :class:`ReplyStream` (see ``bls_streams``), kept apart
+from single calls so those pay nothing for it.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ import os
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritium.ipc.call_records import (
     MAX_RECORD,
@@ -31,6 +36,9 @@ from tritium.ipc.call_records import (
     pack_tensors,
     unpack_tensors,
 )
+
+if TYPE_CHECKING:
+    from tritium.backends.python.bls_streams import ReplyStream
 
 #: How long past a call's own timeout (or at all, without one) a caller waits for the
 #: server before giving up on it: the server answers every call, this is for a lost one.
@@ -67,9 +75,22 @@ class CallClient:
         # Held by whoever is reading the socket: the reader thread or a synchronous caller.
         self._read_lock = threading.Lock()
         self._broken: str | None = None
+        # Streamed calls by id (see bls_streams.ReplyStream), and ids of streams whose
+        # cancel is still to be sent (dropped while the send lock was taken).
+        self._streams: dict[int, ReplyStream] = {}
+        self._unsent_cancels: deque[int] = deque()
 
-    def start(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> Future[Answer]:
-        """Send one call; the future gets its :class:`Answer` or a :class:`CallError`."""
+    def start(
+        self,
+        message: dict[str, Any],
+        tensors: Sequence[Tensor] = (),
+        stream: ReplyStream | None = None,
+    ) -> Future[Answer]:
+        """Send one call; the future gets its :class:`Answer` or a :class:`CallError`.
+
+        With ``stream`` (a ``ReplyStream``), its answers go to the stream instead and the
+        returned future only reports a failure to send.
+        """
         future: Future[Answer] = Future()
         if self._broken is not None:
             future.set_exception(CallError("UNAVAILABLE", self._broken))
@@ -95,7 +116,11 @@ class CallClient:
             )
             return future
         with self._pending_lock:
-            self._pending[call_id] = future
+            if stream is None:
+                self._pending[call_id] = future
+            else:
+                stream.call_id = call_id
+                self._streams[call_id] = stream
         try:
             with self._send_lock:
                 if arena is not None:
@@ -105,11 +130,59 @@ class CallClient:
         except OSError as exc:
             with self._pending_lock:
                 self._pending.pop(call_id, None)
+                self._streams.pop(call_id, None)
             future.set_exception(CallError("UNAVAILABLE", f"the server is gone: {exc}"))
         finally:
             if arena is not None:
                 arena.close()  # the server maps its own descriptor
+        if self._unsent_cancels:
+            self._send_cancels()
         return future
+
+    def notify(self, message: dict[str, Any]) -> None:
+        """Send a record that gets no answer (``more`` / ``cancel`` of a streamed call)."""
+        if self._broken is not None:
+            return
+        record = encode_record(message)
+        with contextlib.suppress(OSError), self._send_lock:
+            self._sock.sendall(record)
+
+    def drop_stream(self, call_id: int) -> None:
+        """Forget a streamed call and have the server cancel it. Safe from a finalizer:
+        when the send lock is taken (maybe by this very thread), the cancel goes out with
+        the next record sent or answer read instead."""
+        self._streams.pop(call_id, None)
+        self._unsent_cancels.append(call_id)
+        self._send_cancels()
+
+    def _send_cancels(self) -> None:
+        if not self._send_lock.acquire(blocking=False):
+            return
+        try:
+            while self._unsent_cancels:
+                call_id = self._unsent_cancels.popleft()
+                if self._broken is None:
+                    with contextlib.suppress(OSError):
+                        self._sock.sendall(encode_record({"op": "cancel", "call": call_id}))
+        finally:
+            self._send_lock.release()
+
+    def wait_stream(self, stream: ReplyStream, deadline: float) -> None:
+        """Until ``stream`` has an answer queued: read the socket ourselves when nobody
+        reads (as :meth:`call` does), else wait for the reader to deliver."""
+        while not stream.ready():
+            if time.monotonic() >= deadline:
+                raise CallError("UNAVAILABLE", "no answer from the server")
+            if self._read_lock.acquire(blocking=False):
+                try:
+                    while not stream.ready() and self._read_one():
+                        pass
+                finally:
+                    self._read_lock.release()
+                if not stream.ready():
+                    return  # the channel is gone; the stream heard of it
+            else:
+                stream.wait(min(max(deadline - time.monotonic(), 0.0), 0.05))
 
     def call(
         self,
@@ -144,10 +217,10 @@ class CallClient:
     ) -> asyncio.Future[Answer]:
         """:meth:`start`, answered on the running event loop (by the reader thread)."""
         loop = asyncio.get_running_loop()
-        self._ensure_reader()
+        self.ensure_reader()
         return asyncio.wrap_future(self.start(message, tensors), loop=loop)
 
-    def _ensure_reader(self) -> None:
+    def ensure_reader(self) -> None:
         if self._reader is None:
             with self._pending_lock:
                 if self._reader is None:
@@ -180,27 +253,23 @@ class CallClient:
 
     def _answer(self, data: bytes, fds: list[int]) -> None:
         message, inline = decode_record(data)
+        call_id = int(message.get("id", 0))
         with self._pending_lock:
-            future = self._pending.pop(int(message.get("id", 0)), None)
+            future = self._pending.pop(call_id, None)
+        if future is None:
+            stream = self._streams.get(call_id)
+            if stream is not None or fds:
+                self._stream_answer(stream, message, inline, fds)
+            if self._unsent_cancels:
+                self._send_cancels()
+            return
         try:
-            tensors: list[Tensor] = []
-            descriptors = message.get("outputs")
-            if fds:
-                # Mapped privately: the arrays model code gets are its own to change.
-                size = int(message["shm"])
-                try:
-                    buf: Any = mmap.mmap(fds[0], size, flags=mmap.MAP_PRIVATE)
-                finally:
-                    os.close(fds[0])
-            else:
-                buf = bytearray(inline)  # writable arrays, as Triton's are
-            if descriptors:
-                tensors = unpack_tensors(descriptors, buf)
+            tensors = _tensors(message, inline, fds)
         except Exception as exc:  # noqa: BLE001 - the caller hears of it
-            if future is not None and not future.done():
+            if not future.done():
                 future.set_exception(CallError("INTERNAL", f"malformed answer: {exc}"))
             return
-        if future is None or future.done():
+        if future.done():
             return
         error = message.get("error")
         if error is not None:
@@ -208,13 +277,55 @@ class CallClient:
         else:
             future.set_result(Answer(message, tensors))
 
+    def _stream_answer(
+        self,
+        stream: ReplyStream | None,
+        message: dict[str, Any],
+        inline: memoryview,
+        fds: list[int],
+    ) -> None:
+        final = not message.get("more", False)
+        if stream is None:  # dropped: only close what came with it
+            for fd in fds:
+                os.close(fd)
+            return
+        if final:
+            self._streams.pop(stream.call_id, None)
+        try:
+            tensors = _tensors(message, inline, fds)
+        except Exception as exc:  # noqa: BLE001 - the caller hears of it
+            stream.deliver(CallError("INTERNAL", f"malformed answer: {exc}"), final)
+            return
+        error = message.get("error")
+        if error is not None:
+            stream.deliver(CallError(str(error[0]), str(error[1])), final)
+        else:
+            stream.deliver(Answer(message, tensors), final)
+
     def _fail_all(self, reason: str) -> None:
         self._broken = reason
         with self._pending_lock:
             pending, self._pending = self._pending, {}
+            streams, self._streams = self._streams, {}
         for future in pending.values():
             if not future.done():
                 future.set_exception(CallError("UNAVAILABLE", reason))
+        for stream in streams.values():
+            stream.deliver(CallError("UNAVAILABLE", reason), True)
+
+
+def _tensors(message: dict[str, Any], inline: memoryview, fds: list[int]) -> list[Tensor]:
+    """An answer's output tensors, in memory model code may change (an arena is mapped
+    privately, inline bytes copied: writable arrays, as Triton's are)."""
+    if fds:
+        try:
+            buf: Any = mmap.mmap(fds[0], int(message["shm"]), flags=mmap.MAP_PRIVATE)
+        finally:
+            os.close(fds[0])
+    else:
+        buf = bytearray(inline)
+    descriptors = message.get("outputs")
+    return unpack_tensors(descriptors, buf) if descriptors else []
 
 
 _client: CallClient | None = None

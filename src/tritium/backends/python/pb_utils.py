@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tritium.backends.python.pb_utils_bls import is_model_ready, load_model, unload_model
+from tritium.backends.python.pb_utils_bls import (
+    ResponseIterator,
+    is_model_ready,
+    load_model,
+    unload_model,
+)
 from tritium.backends.python.pb_utils_config import (
     TRITON_STRING_TO_NUMPY,
     ModelConfig,
@@ -122,6 +127,7 @@ __all__ = [
     "get_output_config_by_name",
     "get_output_tensor_by_name",
     "is_model_ready",
+    "ResponseIterator",
     "load_model",
     "numpy_to_triton_type",
     "serialize_byte_tensor",

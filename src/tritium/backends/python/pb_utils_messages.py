@@ -4,7 +4,7 @@ Constructor signatures, accessors, parameter rules and error texts follow Triton
 backend. Requests the server hands to ``execute`` are built by the worker through
 :meth:`InferenceRequest._from_server`; cancellation state stays with the worker, which
 passes a callable, and so does the response sender of a decoupled model's requests.
-``exec``/``async_exec`` (BLS) are in ``pb_utils_bls``. Features not supported here yet
+``exec``/``async_exec`` (BLS, ``decoupled=True`` included) are in ``pb_utils_bls``. Features not supported here yet
 (request rescheduling) raise ``TritonModelException`` saying so.
 """
 
@@ -288,13 +288,20 @@ class InferenceRequest:
         self._release_flags = int(flags)
 
     def exec(self, decoupled: bool = False) -> Any:
-        """Run this request on the server (BLS) and return its ``InferenceResponse``."""
+        """Run this request on the server (BLS) and return its ``InferenceResponse``.
+
+        With ``decoupled=True``, a ``ResponseIterator`` over the model's responses (the
+        last one final, empty when the model sent the final flag alone); a decoupled model
+        needs it, as in Triton.
+        """
         from tritium.backends.python.pb_utils_bls import exec_request
 
         return exec_request(self, decoupled)
 
     def async_exec(self, decoupled: bool = False) -> Any:
-        """Send this request now; await the result for its ``InferenceResponse``."""
+        """Send this request now; await the result for its ``InferenceResponse`` (with
+        ``decoupled=True``, its ``ResponseIterator`` once the first response is in,
+        which ``async for`` iterates without blocking the event loop)."""
         from tritium.backends.python.pb_utils_bls import async_exec_request
 
         return async_exec_request(self, decoupled)
