@@ -24,6 +24,7 @@ from bench.anchors import (
     default_tools_dir,
     locate_anchors,
 )
+from bench.checks import CHECKS
 from bench.measurement import Measurement
 from bench.perf import run_perf_analyzer
 from bench.report import (
@@ -288,6 +289,9 @@ def _run_once(
     """One run of `scenario` on `server`, with the server's CPU and batch sizes over it."""
     _restart_if_dead(server, models, logs_dir)
     url = server.grpc_url if scenario.protocol == "grpc" else server.url
+    wrong = _answer_check(scenario, server, "before")
+    if wrong is not None:
+        return Measurement(error=wrong)
     before = server_cpu.sample(server.pgid, server.url, scenario.model)
     m = _measure(scenario, url, anchors, settings, logs_dir, log_path)
     if not m.ok and not _alive(server):
@@ -299,12 +303,26 @@ def _run_once(
     after = server_cpu.sample(server.pgid, server.url, scenario.model)
     if not m.ok:
         return m
+    wrong = _answer_check(scenario, server, "after")
+    if wrong is not None:
+        return Measurement(error=wrong)
     return replace(
         m,
         server_cpu_us=server_cpu.cpu_us_per_request(before, after),
         server_main_cpu_us=server_cpu.main_cpu_us_per_request(before, after),
         mean_batch_size=server_cpu.mean_batch_size(before, after),
     )
+
+
+def _answer_check(scenario: Scenario, server: Server, when: str) -> str | None:
+    """The scenario's answer check on ``server`` (None when it has none or it passed)."""
+    if scenario.answer_check is None:
+        return None
+    wrong = CHECKS[scenario.answer_check](server.grpc_url)
+    if wrong is None:
+        print(f"[bench] {scenario.name} {server.name}: answers checked {when} the run", flush=True)
+        return None
+    return f"answer check {when} the run: {wrong}"
 
 
 def _alive(server: Server) -> bool:

@@ -35,6 +35,9 @@ class Scenario:
     baseline: str | None = None
     # tritium's throughput must not fall below the baseline's (paired rounds, see report).
     check_baseline: bool = False
+    # An answer check (bench/checks.py) run on each server before and after the load; the
+    # run fails when either says the answers were wrong.
+    answer_check: str | None = None
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ SCENARIOS = SCENARIOS + (
         "in flight",
         perf_args=("--streaming", "--input-data", str(SEQ_SUM_DATA)),
         protocol="grpc",
+        answer_check="seq_sum_sequence",
     ),
 )
 

@@ -130,6 +130,7 @@ class ModelHost:
         self.config = message["config"]
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
+        self.coroutines.inline = not self.decoupled
         self.instance_name = message["instance_name"]
         args = {
             "model_config": json.dumps(self.config),

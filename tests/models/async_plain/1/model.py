@@ -14,7 +14,7 @@ class TritonPythonModel:
         self.factor = np.float32(2)
 
     async def execute(self, requests):
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(0.01)  # long enough that both instances get batches
         responses = []
         for request in requests:
             x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
