@@ -18,7 +18,7 @@ from tests.unit.test_http_protocol import (
 )
 
 from tritium.frontends.http.handlers import KServeRoutes
-from tritium.frontends.http.protocol import HttpProtocol
+from tritium.frontends.http.protocol import _FEED_SLICE, HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.timeouts import HttpTimeouts
 from tritium.frontends.sweep import sweep_period
@@ -150,7 +150,7 @@ def test_sweep_period_follows_the_shortest_enabled_timeout():
 
 def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
     """A body of many tiny chunks costs a parser callback each: one read of it must not
-    hold the loop, so it is parsed 64 KiB per iteration with reading paused meanwhile."""
+    hold the loop, so it is parsed a slice per iteration with reading paused meanwhile."""
 
     async def scenario():
         protocol, transport = _protocol()
@@ -158,16 +158,16 @@ def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
         head = (
             b"POST /v2/models/ident/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
-        data = head + chunked + b"0\r\n\r\n" + get("/v2/health/live") * 5000
-        assert len(data) > 3 * 64 * 1024
+        data = head + chunked + b"0\r\n\r\n" + get("/v2/health/live") * 25000
+        assert len(data) > 3 * _FEED_SLICE
         protocol.data_received(data)
         assert transport.data == b"" and not transport.reading  # nothing parsed yet
         iterations = 0
-        while len(parse_responses(transport.data)) < 5001 and iterations < 100:
+        while len(parse_responses(transport.data)) < 25001 and iterations < 100:
             await asyncio.sleep(0)
             iterations += 1
         statuses = [r[0] for r in parse_responses(transport.data)]
-        assert statuses == [200] * 5001
+        assert statuses == [200] * 25001
         assert iterations >= 3 and transport.reading
 
     asyncio.run(scenario())

@@ -94,10 +94,16 @@ def element_count(shape: tuple[int, ...] | list[int]) -> int:
     return n
 
 
+# BYTES tensors of at least this many elements (or four times as many bytes) are split and
+# joined by numpy when every element has one length; below it numpy's set-up costs more
+# than the plain loop it saves.
+_NUMPY_BYTES_MIN = 256
+
+
 def serialize_bytes(array: np.ndarray) -> bytes:
     """Triton's BYTES serialization: 4-byte LE length then data, row-major order."""
     items = array.reshape(-1).tolist()
-    if items and set(map(type, items)) == {bytes}:
+    if len(items) >= _NUMPY_BYTES_MIN and set(map(type, items)) == {bytes}:
         lengths = list(map(len, items))
         first = lengths[0]
         if lengths.count(first) == len(lengths):
@@ -133,9 +139,10 @@ def deserialize_bytes(
     Python loop; each element then costs its ``bytes`` object and one array slot.
     """
     view = memoryview(buffer).cast("B")
-    uniform = _uniform_elements(view, count)
-    if uniform is not None:
-        return uniform
+    if len(view) >= _NUMPY_BYTES_MIN * 4:
+        uniform = _uniform_elements(view, count)
+        if uniform is not None:
+            return uniform
     total = len(view)
     data = view.tobytes() if type(buffer) is not bytes else buffer
     items: list[bytes] = []
