@@ -100,3 +100,17 @@ def unpack_tensors(descriptors: list[list[Any]], buf: Any) -> list[Tensor]:
             array = ipc_tensors.view(buf, datatype, shape, offset, nbytes)
         out.append((name, datatype, array))
     return out
+
+
+def attach_tensors(
+    message: dict[str, Any], key: str, tensors: list[Tensor]
+) -> tuple[bytes | bytearray, Arena | None]:
+    """Describe ``tensors`` under ``message[key]`` (and the arena's size under ``"shm"``
+    when they need one); returns the record's inline bytes and that arena, if any."""
+    if not tensors:
+        return b"", None
+    packed = pack_tensors(tensors)
+    message[key] = packed.descriptors
+    if packed.arena is not None:
+        message["shm"] = packed.arena.size
+    return packed.inline, packed.arena

@@ -23,6 +23,7 @@ from tritium.core.statistics import ModelStatistics
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
 from tritium.service.classification import OutputClassifier
+from tritium.service.generation import wait_until_idle
 from tritium.service.model_io import ModelSignature, signature_from_config
 from tritium.service.version_builder import Built
 
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from tritium.service.models import ModelManager
 
 log = logging.getLogger("tritium.models")
-
-_DRAIN_POLL_S = 0.005
 
 
 class EnsembleVersion:
@@ -84,13 +83,7 @@ class EnsembleVersion:
         """An ensemble has no instances of its own to give up."""
 
     async def drain(self, timeout: float) -> bool:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self.busy():
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(_DRAIN_POLL_S)
-        return True
+        return await wait_until_idle(self.busy, timeout)
 
     async def retire(self, timeout: float, reason: str) -> None:
         await self.drain(timeout)

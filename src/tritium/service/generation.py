@@ -85,13 +85,7 @@ class LoadedVersion:
 
     async def drain(self, timeout: float) -> bool:
         """Wait until nothing is queued or running here; False when ``timeout`` passed."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while self.busy():
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(_DRAIN_POLL_S)
-        return True
+        return await wait_until_idle(self.busy, timeout)
 
     async def retire(self, timeout: float, reason: str) -> None:
         """Let what reached this version finish (up to ``timeout``), then stop it."""
@@ -125,6 +119,17 @@ class LoadedVersion:
         if self._folder is not None:
             self._folder.release()
             self._folder = None
+
+
+async def wait_until_idle(busy: Callable[[], bool], timeout: float) -> bool:
+    """Wait until ``busy()`` is false; False when ``timeout`` passed first."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while busy():
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(_DRAIN_POLL_S)
+    return True
 
 
 def make_scheduler(

@@ -29,9 +29,9 @@ from tritium.ipc.call_records import (
     MAX_RECORD,
     MAX_UNREAD,
     Tensor,
+    attach_tensors,
     decode_record,
     encode_record,
-    pack_tensors,
     unpack_tensors,
 )
 
@@ -182,16 +182,7 @@ class CallChannel:
         if self._closed:
             return
         message["id"] = call_id
-        arena: Arena | None = None
-        inline: bytes | bytearray = b""
-        if tensors:
-            packed = pack_tensors(tensors)
-            message["outputs"] = packed.descriptors
-            arena = packed.arena
-            if arena is not None:
-                message["shm"] = arena.size
-            else:
-                inline = packed.inline
+        inline, arena = attach_tensors(message, "outputs", tensors)
         record = encode_record(message, inline)
         if len(record) > MAX_RECORD:
             # Too big to arrive whole: the caller gets an error it can read instead.

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from tritium.ipc.call_records import (
     MAX_RECORD,
     Tensor,
+    attach_tensors,
     decode_record,
     encode_record,
-    pack_tensors,
     unpack_tensors,
 )
 
@@ -97,16 +97,7 @@ class CallClient:
             return future
         call_id = next(self._ids)
         message["id"] = call_id
-        inline: bytes | bytearray = b""
-        arena = None
-        if tensors:
-            packed = pack_tensors(list(tensors))
-            message["inputs"] = packed.descriptors
-            arena = packed.arena
-            if arena is not None:
-                message["shm"] = arena.size
-            else:
-                inline = packed.inline
+        inline, arena = attach_tensors(message, "inputs", list(tensors))
         record = encode_record(message, inline)
         if len(record) > MAX_RECORD:
             if arena is not None:

@@ -20,25 +20,13 @@ import numpy as np
 
 from tritium.backends.python import pb_utils
 from tritium.backends.python.coroutines import CoroutineRunner
+from tritium.backends.python.pb_utils_errors import error_pair
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
 from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
-
-# pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
-_CODE_NAMES = [
-    "UNKNOWN",
-    "INTERNAL",
-    "NOT_FOUND",
-    "INVALID_ARG",
-    "UNAVAILABLE",
-    "UNSUPPORTED",
-    "ALREADY_EXISTS",
-    "CANCELLED",
-]
-
 
 _new_tensor = object.__new__
 
@@ -354,11 +342,7 @@ class ModelHost:
                 continue
             err = response._error
             if err is not None:
-                code = err.code()
-                code_name = (
-                    _CODE_NAMES[code] if isinstance(code, int) and 0 <= code < 8 else "INTERNAL"
-                )
-                replies.append({"error": [code_name, err.message()]})
+                replies.append({"error": error_pair(err)})
                 continue
             wanted = request._requested_output_names
             outputs = []

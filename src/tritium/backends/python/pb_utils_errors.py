@@ -65,3 +65,23 @@ class TritonError:
 
     def __repr__(self) -> str:
         return f"TritonError({self._message!r}, code=TritonError.{self._code.name})"
+
+
+# pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
+CODE_NAMES = (
+    "UNKNOWN",
+    "INTERNAL",
+    "NOT_FOUND",
+    "INVALID_ARG",
+    "UNAVAILABLE",
+    "UNSUPPORTED",
+    "ALREADY_EXISTS",
+    "CANCELLED",
+)
+
+
+def error_pair(error: TritonError) -> list[str]:
+    """``[core code name, message]`` of a model's error, as a reply carries it."""
+    code = error.code()
+    name = CODE_NAMES[code] if isinstance(code, int) and 0 <= code < len(CODE_NAMES) else "INTERNAL"
+    return [name, error.message()]

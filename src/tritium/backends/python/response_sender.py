@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from tritium.backends.python.pb_utils_errors import TritonError, TritonModelException
+from tritium.backends.python.pb_utils_errors import TritonError, TritonModelException, error_pair
 from tritium.backends.python.pb_utils_messages import InferenceResponse
 from tritium.core.datatypes import serialize_bytes
 from tritium.ipc import Arena, grow_size, send_fd
@@ -34,25 +34,6 @@ _CONSUMED = struct.Struct("<Q")
 _MIN_RING = 1 << 20
 #: How long a send waits for the server to read the ring before it gives up.
 RING_WAIT_S = 120.0
-
-# pb_utils.TritonError codes (Triton's TRITONSERVER_Error_Code order) -> core Code names.
-CODE_NAMES = (
-    "UNKNOWN",
-    "INTERNAL",
-    "NOT_FOUND",
-    "INVALID_ARG",
-    "UNAVAILABLE",
-    "UNSUPPORTED",
-    "ALREADY_EXISTS",
-    "CANCELLED",
-)
-
-
-def error_pair(error: TritonError) -> list[str]:
-    code = error.code()
-    name = CODE_NAMES[code] if isinstance(code, int) and 0 <= code < len(CODE_NAMES) else "INTERNAL"
-    return [name, error.message()]
-
 
 class ResponseStream:
     """The worker's one path for decoupled responses (thread-safe).

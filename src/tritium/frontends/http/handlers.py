@@ -211,12 +211,8 @@ class KServeRoutes:
                 config = service.model_config(model, version)
                 infer_request, prefs = decode_raw_request(model, version, body, config)
             done = service.submit(infer_request)
-        except DecoupledRefused:
-            return from_error(Unsupported(DECOUPLED_REFUSED))
-        except TritiumError as exc:
-            return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "inference")
+            return _infer_error(exc)
         return DeferredResponse(
             done,
             partial(
@@ -240,12 +236,8 @@ class KServeRoutes:
                 self._decode_big, model, version, request, compressed, config
             )
             done = service.submit(infer_request)
-        except DecoupledRefused:
-            return from_error(Unsupported(DECOUPLED_REFUSED))
-        except TritiumError as exc:
-            return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "inference")
+            return _infer_error(exc)
         try:
             await done
         except Exception:  # noqa: BLE001 - _encode reports it from the completion
@@ -311,6 +303,15 @@ class KServeRoutes:
                     return _compressed_off_loop(body, chosen, content_type, headers)
                 chunks = [compress(body, chosen)]
         return HttpResponse(200, chunks, content_type, headers or None)
+
+
+def _infer_error(exc: Exception) -> HttpResponse:
+    """The answer to an infer that failed before it was scheduled."""
+    if isinstance(exc, DecoupledRefused):
+        return from_error(Unsupported(DECOUPLED_REFUSED))
+    if isinstance(exc, TritiumError):
+        return from_error(exc)
+    return _internal(exc, "inference")
 
 
 # ----------------------------------------------------------- shared memory
