@@ -48,6 +48,9 @@ class _Loaded:
     name = "add_sub"
     version_str = "1"
     config = CONFIG
+    decoupled = False
+    reshaper = None
+    classifier = None
 
     def __init__(self) -> None:
         self.signature = signature_from_config(CONFIG)

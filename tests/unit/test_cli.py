@@ -101,6 +101,8 @@ EVERY_FLAG = [
     ("--client-shm-max-regions=10", "client_shm_max_regions", 10),
     ("--client-shm-max-bytes=8589934592", "client_shm_max_bytes", 8 * 2**30),
     ("--client-shm-key-prefix=mine_", "client_shm_key_prefix", "mine_"),
+    ("--busy-poll-us=0", "busy_poll_us", 0),
+    ("--busy-poll-linger-us=50", "busy_poll_linger_us", 50),
 ]
 # Fields whose valid non-default value depends on another flag.
 EVERY_FLAG_WITH_CONTEXT = [

@@ -24,6 +24,7 @@ from tritium.service.lifecycle_settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
 from tritium.service.poller import RepositoryPoller
 from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
+from tritium.service.spin import LoneRequestSpinner
 from tritium.service.trace_settings import parse_trace_config
 
 log = logging.getLogger("tritium.server")
@@ -72,6 +73,9 @@ class Server:
             log_settings=log_settings,
             trace_startup=parse_trace_config(settings.trace_config),
             model_control_mode=settings.model_control_mode,
+            spinner=LoneRequestSpinner(
+                settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
+            ),
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,

@@ -35,6 +35,7 @@ from tritium.service.shared_memory import (
     attach_request,
     write_outputs,
 )
+from tritium.service.spin import LoneRequestSpinner
 from tritium.service.streams import DecoupledCall, Emit
 from tritium.service.trace_settings import TraceSettings
 from tritium.service.trace_writer import TraceRecorder
@@ -78,10 +79,15 @@ class Service:
         log_settings: LogSettings | None = None,
         trace_startup: dict[str, Any] | None = None,
         model_control_mode: str = "none",
+        spinner: LoneRequestSpinner | None = None,
     ) -> None:
         self.models = models
         self.repository = RepositoryControl(models, model_control_mode)
-        models.submit_step = self.submit  # ensemble steps and BLS requests enter here
+        # Ensemble steps and BLS requests enter here, outside the count of client requests.
+        models.submit_step = self._submit_step
+        # Polls the loop while one client request is in flight (off unless given: the
+        # server passes its --busy-poll settings).
+        self.spinner = spinner if spinner is not None else LoneRequestSpinner(0, 0)
         models.call_handler = BlsEndpoint(self, ModelCodeControl(self.repository))
         self.server_id = server_id
         self.strict_readiness = strict_readiness
@@ -194,6 +200,16 @@ class Service:
         A decoupled model needs ``stream`` (else UNSUPPORTED): the request then returns
         a :class:`DecoupledCall` that emits each response as the model sends it.
         """
+        return self._submit(request, stream, self.spinner)
+
+    def _submit_step(
+        self, request: InferRequest, stream: Emit | None = None
+    ) -> Completion[InferResponse]:
+        return self._submit(request, stream, None)
+
+    def _submit(
+        self, request: InferRequest, stream: Emit | None, spinner: LoneRequestSpinner | None
+    ) -> Completion[InferResponse]:
         if self.stopping:
             raise Unavailable("Server is shutting down")
         loaded = self.models.get(request.model_name, request.model_version)
@@ -225,6 +241,9 @@ class Service:
             # response carries the error) when the frontend encodes.
             done.add_done_callback(partial(_finish_shm, used))
         done.add_done_callback(partial(_finish, loaded, request))
+        if spinner is not None:
+            spinner.begin()
+            done.add_done_callback(spinner.end)
         if self.trace_settings.active:
             sampler = self.trace_settings.sampler_for(loaded.name)
             if sampler is not None and sampler.sample():

@@ -1,0 +1,72 @@
+"""Keep the event loop polling, instead of sleeping, while one lone request is served.
+
+With one client waiting for each answer (concurrency 1), a request crosses three processes
+(client, this server, the model's worker) and each crossing wakes a sleeping process. On
+virtual machines a wake-up is the dearest part of the trip: the waker pays for an
+inter-processor interrupt, the sleeper for the switch back in. While exactly one request is
+in flight, and for a short while after its answer, this keeps the loop turning (polling its
+sockets with a zero timeout) so the worker's reply and the client's next request find it
+awake. It spins only when nothing else could use the CPU it burns: with two or more requests
+in flight the loop has work of its own and sleeps as before, and an idle server stops
+polling after ``linger_ns``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from tritium.core.clock import now_ns
+
+# How long one request may keep the loop polling while its batch runs (a model slower than
+# this is not worth the CPU: the wake-up is small beside it), and how long the loop keeps
+# polling after the last answer for the client's next request.
+BUSY_NS = 400_000
+LINGER_NS = 150_000
+
+
+class LoneRequestSpinner:
+    """Counts the requests in flight; polls the loop while there is one (or just was)."""
+
+    __slots__ = ("in_flight", "_until", "_spinning", "_loop", "_busy_ns", "_linger_ns")
+
+    def __init__(self, busy_ns: int = BUSY_NS, linger_ns: int = LINGER_NS) -> None:
+        self.in_flight = 0
+        self._until = 0
+        self._spinning = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._busy_ns = busy_ns
+        self._linger_ns = linger_ns
+
+    def begin(self) -> None:
+        """A request was accepted."""
+        self.in_flight += 1
+        if self.in_flight == 1 and self._busy_ns:
+            self._until = now_ns() + self._busy_ns
+            if not self._spinning:
+                self._start()
+
+    def end(self, _done: object = None) -> None:
+        """A request was answered (usable as a completion callback)."""
+        self.in_flight -= 1
+        if self.in_flight == 0 and self._linger_ns:
+            self._until = now_ns() + self._linger_ns
+            if not self._spinning:
+                self._start()
+
+    @property
+    def spinning(self) -> bool:
+        """The loop is being kept polling now."""
+        return self._spinning
+
+    def _start(self) -> None:
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        self._spinning = True
+        loop.call_soon(self._spin)
+
+    def _spin(self) -> None:
+        if self.in_flight > 1 or now_ns() >= self._until:
+            self._spinning = False
+            return
+        self._loop.call_soon(self._spin)  # type: ignore[union-attr]

@@ -1,0 +1,80 @@
+"""The lone-request spinner keeps the loop polling only while one request is in flight (or
+just was), and stops by itself: with a second request in flight, after its budget, after
+the linger time, and never starts when turned off."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tritium.service.spin import LoneRequestSpinner
+
+
+async def _turns_while(spinner: LoneRequestSpinner, seconds: float) -> int:
+    """Loop turns counted by a callback chain while ``spinner`` spins (at most ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    turns = 0
+    while spinner.spinning and time.monotonic() < deadline:
+        await asyncio.sleep(0)
+        turns += 1
+    return turns
+
+
+def test_one_request_in_flight_polls_until_its_budget_then_sleeps():
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=30_000_000, linger_ns=0)
+        started = time.monotonic()
+        spinner.begin()
+        assert spinner.spinning
+        await _turns_while(spinner, 5.0)
+        elapsed = time.monotonic() - started
+        assert not spinner.spinning
+        assert 0.025 <= elapsed < 2.0
+        assert spinner.in_flight == 1  # the request is still in flight: only polling stopped
+
+    asyncio.run(main())
+
+
+def test_a_second_request_stops_polling():
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=10_000_000_000, linger_ns=0)
+        spinner.begin()
+        spinner.begin()
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not spinner.spinning
+        spinner.end()
+        spinner.end()
+        assert spinner.in_flight == 0
+
+    asyncio.run(main())
+
+
+def test_after_the_last_answer_it_lingers_then_goes_quiet():
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=10_000_000_000, linger_ns=20_000_000)
+        spinner.begin()
+        await asyncio.sleep(0)
+        assert spinner.spinning
+        answered = time.monotonic()
+        spinner.end()
+        await _turns_while(spinner, 5.0)
+        assert not spinner.spinning
+        assert 0.015 <= time.monotonic() - answered < 2.0
+        # Idle: nothing starts it again, the loop sleeps.
+        await asyncio.sleep(0.01)
+        assert not spinner.spinning
+
+    asyncio.run(main())
+
+
+def test_turned_off_it_never_polls():
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=0, linger_ns=0)
+        spinner.begin()
+        assert not spinner.spinning
+        spinner.end()
+        assert not spinner.spinning
+        assert spinner.in_flight == 0
+
+    asyncio.run(main())
