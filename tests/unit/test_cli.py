@@ -103,6 +103,7 @@ EVERY_FLAG = [
     ("--client-shm-key-prefix=mine_", "client_shm_key_prefix", "mine_"),
     ("--busy-poll-us=0", "busy_poll_us", 0),
     ("--busy-poll-linger-us=50", "busy_poll_linger_us", 50),
+    ("--busy-poll-worker-us=0", "busy_poll_worker_us", 0),
 ]
 # Fields whose valid non-default value depends on another flag.
 EVERY_FLAG_WITH_CONTEXT = [

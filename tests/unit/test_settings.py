@@ -81,6 +81,7 @@ TRITON_DEFAULTS = {
     # Not a Triton flag: polling while a lone request is served.
     "busy_poll_us": 400,
     "busy_poll_linger_us": 150,
+    "busy_poll_worker_us": 300,
 }
 
 

@@ -6,8 +6,10 @@ small (names, shapes, offsets); tensor bytes live in arenas and never pass throu
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
+import time
 from collections import deque
 from typing import Any
 
@@ -57,22 +59,53 @@ class FrameDecoder:
 
 class MessageReader:
     """Blocking reader of framed messages: one ``recv`` usually yields a whole message
-    (or several), instead of one call for the length and another for the body."""
+    (or several), instead of one call for the length and another for the body.
 
-    __slots__ = ("_sock", "_decoder", "_ready")
+    With ``poll_ns``, a reader whose last wait for a message was shorter than that polls
+    the socket (yielding the CPU to anything else runnable) for up to ``poll_ns`` before it
+    blocks: when messages come back to back, as a worker's next batch does under load or
+    for a lone client, the process is still awake when the next one arrives and neither
+    side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
+    idle process, or one whose messages come far apart, does not poll.
+    """
 
-    def __init__(self, sock: socket.socket) -> None:
+    __slots__ = ("_sock", "_decoder", "_ready", "_poll_ns", "_last_wait_ns")
+
+    def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         self._sock = sock
         self._decoder = FrameDecoder()
         self._ready: deque[Any] = deque()
+        self._poll_ns = poll_ns
+        self._last_wait_ns = poll_ns  # no polling before the first message
 
     def next(self) -> Any:
-        while not self._ready:
-            data = self._sock.recv(1 << 16)
-            if not data:
-                raise EOFError("peer closed the control socket")
-            self._ready.extend(self._decoder.feed(data))
+        if not self._ready:
+            if self._poll_ns:
+                self._wait_polling()
+            while not self._ready:
+                self._receive(0)
         return self._ready.popleft()
+
+    def _wait_polling(self) -> None:
+        started = time.monotonic_ns()
+        if self._last_wait_ns < self._poll_ns:
+            deadline = started + self._poll_ns
+            while not self._ready:
+                try:
+                    self._receive(socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    if time.monotonic_ns() >= deadline:
+                        break
+                    os.sched_yield()
+        while not self._ready:
+            self._receive(0)
+        self._last_wait_ns = time.monotonic_ns() - started
+
+    def _receive(self, flags: int) -> None:
+        data = self._sock.recv(1 << 16, flags)
+        if not data:
+            raise EOFError("peer closed the control socket")
+        self._ready.extend(self._decoder.feed(data))
 
 
 def send_message(sock: socket.socket, message: Any) -> None:

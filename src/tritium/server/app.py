@@ -53,6 +53,7 @@ class Server:
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
+            worker_poll_us=settings.busy_poll_worker_us,
             **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)

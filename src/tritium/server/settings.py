@@ -65,6 +65,15 @@ class Settings:
         "Server",
     )
 
+    busy_poll_worker_us: int = _opt(
+        300,
+        "A model instance's process polls for its next batch up to this many microseconds "
+        "before it sleeps, when its last wait was shorter than that (batches coming back "
+        "to back, or a lone client's next request); one whose batches come further apart "
+        "sleeps at once, as does an idle one. 0 turns polling off.",
+        "Server",
+    )
+
     # --- Logging ------------------------------------------------------------------------
     log_verbose: int = _opt(
         0,
@@ -442,6 +451,7 @@ def _validate(s: Settings) -> None:
         "exit_timeout_secs",
         "busy_poll_us",
         "busy_poll_linger_us",
+        "busy_poll_worker_us",
         "log_verbose",
         "repository_poll_secs",
         "model_load_retry_count",

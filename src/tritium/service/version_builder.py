@@ -49,6 +49,8 @@ class LoadOptions:
     crash_policy: CrashPolicy = CrashPolicy()
     # Keep per-request latency summaries (--metrics-config summary_latencies=true).
     latency_summaries: bool = False
+    # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``).
+    worker_poll_us: int = 0
 
 
 @dataclass(slots=True)
@@ -159,7 +161,9 @@ class VersionBuilder:
         return built
 
     def _new_process(self, label: str) -> WorkerProcess:
-        process = WorkerProcess(label, calls=self.call_handler)
+        process = WorkerProcess(
+            label, calls=self.call_handler, poll_us=self.options.worker_poll_us
+        )
         self._starting.add(process)
         return process
 

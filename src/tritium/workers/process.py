@@ -78,9 +78,17 @@ class WorkerProcess:
     """Spawns and drives one ``tritium.backends.python.stub`` process."""
 
     def __init__(
-        self, label: str, *, env: dict[str, str] | None = None, calls: CallHandler | None = None
+        self,
+        label: str,
+        *,
+        env: dict[str, str] | None = None,
+        calls: CallHandler | None = None,
+        poll_us: int = 0,
     ) -> None:
         self.label = label
+        # How long the worker polls for its next message before it sleeps (see
+        # ``MessageReader``).
+        self._poll_us = poll_us
         self._env = env
         # Requests model code makes of the server (BLS) arrive on a channel of their own.
         self._call_handler = calls
@@ -140,6 +148,7 @@ class WorkerProcess:
                 str(fd_child.fileno()),
                 str(os.getpid()),
                 str(call_child.fileno()),
+                str(self._poll_us),
             ]
             # A session of its own: where the kernel groups scheduling by session
             # (autogroup), the server's event loop then keeps its own share of the CPU

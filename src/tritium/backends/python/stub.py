@@ -37,12 +37,12 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 class Worker:
-    def __init__(self, ctl: socket.socket, fds: socket.socket) -> None:
+    def __init__(self, ctl: socket.socket, fds: socket.socket, poll_us: int = 0) -> None:
         self.ctl = ctl
         self.fds = fds
         self.arenas: dict[str, Arena] = {}
         self.host: ModelHost | None = None
-        self.reader = MessageReader(ctl)
+        self.reader = MessageReader(ctl, poll_us * 1000)
         # Replies and decoupled responses (sent from any thread) share the socket.
         self._send_lock = threading.Lock()
         self.responses = ResponseStream(self.send, fds)
@@ -137,7 +137,7 @@ def main(argv: list[str]) -> int:
     fds = socket.socket(fileno=fds_fd)
     if len(argv) > 3:  # the call channel (BLS, model management)
         bls.install(socket.socket(fileno=int(argv[3])))
-    Worker(ctl, fds).run()
+    Worker(ctl, fds, int(argv[4]) if len(argv) > 4 else 0).run()
     return 0
 
 

@@ -1,0 +1,83 @@
+"""``MessageReader`` with polling: messages arrive whole and in order whether they come
+while it polls or after it sleeps; it polls only after a short wait, for at most its budget,
+and a peer that closes ends the wait in either phase."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from tritium.ipc import MessageReader, encode
+
+
+def _thread_cpu() -> float:
+    return time.thread_time()
+
+
+def test_back_to_back_messages_arrive_in_order_while_polling():
+    a, b = socket.socketpair()
+    reader = MessageReader(a, poll_ns=50_000_000)
+    try:
+        for i in range(200):
+            b.sendall(encode({"i": i}))
+            assert reader.next() == {"i": i}
+        # A message sent a little later (within the budget) is picked up by polling.
+        timer = threading.Timer(0.005, lambda: b.sendall(encode({"late": True})))
+        timer.start()
+        assert reader.next() == {"late": True}
+        timer.join()
+    finally:
+        a.close()
+        b.close()
+
+
+def test_after_a_long_wait_it_sleeps_instead_of_polling():
+    a, b = socket.socketpair()
+    reader = MessageReader(a, poll_ns=200_000_000)  # 200 ms budget
+    try:
+        # First wait: nothing known yet, so it blocks; the message comes after 300 ms, longer
+        # than the budget, so the next wait must not poll either.
+        threading.Timer(0.3, lambda: b.sendall(encode({"n": 1}))).start()
+        assert reader.next() == {"n": 1}
+        threading.Timer(0.3, lambda: b.sendall(encode({"n": 2}))).start()
+        cpu = _thread_cpu()
+        assert reader.next() == {"n": 2}
+        assert _thread_cpu() - cpu < 0.05, "polled although the last wait was long"
+    finally:
+        a.close()
+        b.close()
+
+
+def test_after_a_short_wait_it_polls_at_most_its_budget_then_sleeps():
+    a, b = socket.socketpair()
+    reader = MessageReader(a, poll_ns=100_000_000)  # 100 ms budget
+    try:
+        b.sendall(encode({"n": 1}))
+        assert reader.next() == {"n": 1}  # a short wait: the next one polls
+        threading.Timer(0.6, lambda: b.sendall(encode({"n": 2}))).start()
+        started = time.monotonic()
+        cpu = _thread_cpu()
+        assert reader.next() == {"n": 2}
+        assert time.monotonic() - started >= 0.55
+        # Polling burns (at most) the 100 ms budget, then the reader sleeps for the rest.
+        assert _thread_cpu() - cpu < 0.3
+    finally:
+        a.close()
+        b.close()
+
+
+@pytest.mark.parametrize("delay", [0.005, 0.3])
+def test_a_closed_peer_ends_the_wait_whether_polling_or_sleeping(delay):
+    a, b = socket.socketpair()
+    reader = MessageReader(a, poll_ns=50_000_000)
+    try:
+        b.sendall(encode({"n": 1}))
+        assert reader.next() == {"n": 1}
+        threading.Timer(delay, b.close).start()
+        with pytest.raises(EOFError):
+            reader.next()
+    finally:
+        a.close()
