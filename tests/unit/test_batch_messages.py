@@ -56,8 +56,15 @@ def test_inputs_lie_back_to_back_after_the_flags_and_repeats_travel_as_zero():
 
 
 def test_a_single_fixed_size_request_returns_its_layout():
-    _, layout = write_batch([request(object(), np.ones(3, np.float32))], Arena())
-    assert layout == ([64], [12], 128)
+    frame, layout = write_batch([request(object(), np.ones(3, np.float32))], Arena())
+    assert layout is not None
+    frames, *where = layout
+    assert where == [[64], [12], 128]
+    # The exec message as sent, and its twin with the poll hint, for reuse either way.
+    assert frames[0] == frame and "poll" not in decode(frame)
+    assert decode(frames[1]) == {**decode(frame), "poll": 1}
+    hinted, layout = write_batch([request(object(), np.ones(3, np.float32))], Arena(), poll=True)
+    assert decode(hinted)["poll"] == 1 and layout is not None and layout[0][1] == hinted
     strings = InferRequest("m", "1", "")
     strings.layout_key = object()
     strings.inputs = [InputTensor("S", "BYTES", (1,), np.array([b"ab"], dtype=np.object_))]

@@ -79,7 +79,7 @@ TRITON_DEFAULTS = {
     "client_shm_max_bytes": 64 * 2**30,
     "client_shm_key_prefix": "",
     # Not a Triton flag: polling while a lone request is served.
-    "busy_poll_us": 400,
+    "busy_poll_us": 1000,
     "busy_poll_linger_us": 150,
     "busy_poll_worker_us": 300,
 }

@@ -66,7 +66,8 @@ class MessageReader:
     blocks: when messages come back to back, as a worker's next batch does under load or
     for a lone client, the process is still awake when the next one arrives and neither
     side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
-    idle process, or one whose messages come far apart, does not poll.
+    idle process, or one whose messages come far apart, does not poll. ``next(poll_ns)``
+    polls up to that long whatever the last wait was (the sender said more comes soon).
     """
 
     __slots__ = ("_sock", "_decoder", "_ready", "_poll_ns", "_last_wait_ns")
@@ -78,18 +79,20 @@ class MessageReader:
         self._poll_ns = poll_ns
         self._last_wait_ns = poll_ns  # no polling before the first message
 
-    def next(self) -> Any:
+    def next(self, poll_ns: int = 0) -> Any:
         if not self._ready:
-            if self._poll_ns:
-                self._wait_polling()
+            if poll_ns or self._poll_ns:
+                self._wait_polling(poll_ns)
             while not self._ready:
                 self._receive(0)
         return self._ready.popleft()
 
-    def _wait_polling(self) -> None:
+    def _wait_polling(self, poll_ns: int) -> None:
         started = time.monotonic_ns()
-        if self._last_wait_ns < self._poll_ns:
-            deadline = started + self._poll_ns
+        if not poll_ns and self._last_wait_ns < self._poll_ns:
+            poll_ns = self._poll_ns
+        if poll_ns:
+            deadline = started + poll_ns
             while not self._ready:
                 try:
                     self._receive(socket.MSG_DONTWAIT)

@@ -54,6 +54,7 @@ class Server:
             gpu_count=gpu_count(),
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
             worker_poll_us=settings.busy_poll_worker_us,
+            lone_poll_us=settings.busy_poll_us,
             **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)

@@ -50,10 +50,11 @@ class Settings:
     )
 
     busy_poll_us: int = _opt(
-        400,
+        1000,
         "While exactly one inference request is in flight, the event loop keeps polling its "
-        "sockets instead of sleeping, for up to this many microseconds per request, so the "
-        "model's answer is picked up without a wake-up (lower latency for a lone client, "
+        "sockets instead of sleeping, for up to this many microseconds per request, and the "
+        "model instances that served it poll as long for their next batch, so answers and "
+        "the next request are picked up without a wake-up (lower latency for a lone client, "
         "at the price of that CPU time). 0 turns polling off.",
         "Server",
     )

@@ -117,7 +117,7 @@ class BlsEndpoint:
             StreamedBlsCall(self, entry).start(request)
             return
         try:
-            done = self.service.submit(request)
+            done = self.service.submit_step(request)
         except DecoupledRefused:
             self._in_flight.discard(entry)
             _reply_error(call, InternalError(_decoupled_refused(request.model_name)))

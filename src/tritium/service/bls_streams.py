@@ -45,7 +45,7 @@ class StreamedBlsCall:
         call.on_abandon = self._abandoned
         call.open_stream(self._cancelled)
         try:
-            self._decoupled = self._endpoint.service.submit(  # type: ignore[assignment]
+            self._decoupled = self._endpoint.service.submit_step(  # type: ignore[assignment]
                 request, stream=self._emit
             )
         except TritiumError as exc:

@@ -259,6 +259,16 @@ class ModelManager:
     def call_handler(self, handler: CallHandler | None) -> None:
         self._builder.call_handler = handler
 
+    @property
+    def lone_request(self) -> Callable[[], bool] | None:
+        """Whether one client's request is all the server has in flight; workers started
+        afterwards poll for their next batch after a batch sent while it is."""
+        return self._builder.lone_request
+
+    @lone_request.setter
+    def lone_request(self, check: Callable[[], bool] | None) -> None:
+        self._builder.lone_request = check
+
     def _entry(self, name: str) -> ModelEntry:
         entry = self.models.get(name)
         if entry is None:

@@ -84,10 +84,12 @@ class Service:
         self.models = models
         self.repository = RepositoryControl(models, model_control_mode)
         # Ensemble steps and BLS requests enter here, outside the count of client requests.
-        models.submit_step = self._submit_step
+        models.submit_step = self.submit_step
         # Polls the loop while one client request is in flight (off unless given: the
         # server passes its --busy-poll settings).
         self.spinner = spinner if spinner is not None else LoneRequestSpinner(0, 0)
+        if self.spinner.enabled:
+            models.lone_request = self.spinner.lone
         models.call_handler = BlsEndpoint(self, ModelCodeControl(self.repository))
         self.server_id = server_id
         self.strict_readiness = strict_readiness
@@ -202,9 +204,11 @@ class Service:
         """
         return self._submit(request, stream, self.spinner)
 
-    def _submit_step(
+    def submit_step(
         self, request: InferRequest, stream: Emit | None = None
     ) -> Completion[InferResponse]:
+        """:meth:`submit` for a request made on behalf of another one (an ensemble's
+        step, a BLS call): not counted as a client's request in flight."""
         return self._submit(request, stream, None)
 
     def _submit(

@@ -20,7 +20,7 @@ from tritium.core.clock import now_ns
 # How long one request may keep the loop polling while its batch runs (a model slower than
 # this is not worth the CPU: the wake-up is small beside it), and how long the loop keeps
 # polling after the last answer for the client's next request.
-BUSY_NS = 400_000
+BUSY_NS = 1_000_000
 LINGER_NS = 150_000
 
 
@@ -52,6 +52,14 @@ class LoneRequestSpinner:
             self._until = now_ns() + self._linger_ns
             if not self._spinning:
                 self._start()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._busy_ns or self._linger_ns)
+
+    def lone(self) -> bool:
+        """One client's request is all that is in flight."""
+        return self.in_flight == 1
 
     @property
     def spinning(self) -> bool:

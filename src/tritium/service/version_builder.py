@@ -49,8 +49,11 @@ class LoadOptions:
     crash_policy: CrashPolicy = CrashPolicy()
     # Keep per-request latency summaries (--metrics-config summary_latencies=true).
     latency_summaries: bool = False
-    # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``).
+    # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``),
+    # and this long after a batch sent while one client's request was all in flight
+    # (``--busy-poll-us``).
     worker_poll_us: int = 0
+    lone_poll_us: int = 0
 
 
 @dataclass(slots=True)
@@ -85,6 +88,8 @@ class VersionBuilder:
         self._starting: set[WorkerProcess] = set()
         # What answers model code's requests (BLS) in the workers this starts.
         self.call_handler: CallHandler | None = None
+        # Whether one client's request is all the server has in flight (set by the service).
+        self.lone_request: Callable[[], bool] | None = None
 
     async def build(
         self,
@@ -162,7 +167,11 @@ class VersionBuilder:
 
     def _new_process(self, label: str) -> WorkerProcess:
         process = WorkerProcess(
-            label, calls=self.call_handler, poll_us=self.options.worker_poll_us
+            label,
+            calls=self.call_handler,
+            poll_us=self.options.worker_poll_us,
+            lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
+            lone=self.lone_request,
         )
         self._starting.add(process)
         return process

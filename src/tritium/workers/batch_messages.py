@@ -22,16 +22,21 @@ from tritium.ipc import Arena, encode
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
 
-#: (input offsets, input sizes, arena end) of a one-request batch of fixed-size inputs.
-Layout = tuple[list[int], list[int], int]
+#: (exec messages without and with the poll hint, input offsets, input sizes, arena end) of
+#: a one-request batch of fixed-size inputs.
+Layout = tuple[tuple[bytes, bytes], list[int], list[int], int]
 
 
 def write_batch(
-    batch: list[InferRequest], arena_for: Callable[[int], Arena], slots: list[int] | None = None
+    batch: list[InferRequest],
+    arena_for: Callable[[int], Arena],
+    slots: list[int] | None = None,
+    poll: bool = False,
 ) -> tuple[bytes, Layout | None]:
     """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
     with the layout of a single request with fixed-size inputs (for reuse), else None.
-    ``slots`` name the requests of a decoupled model (never reused)."""
+    ``slots`` name the requests of a decoupled model (never reused). ``poll`` tells the
+    worker to poll for its next batch after this one (see ``WorkerProcess.submit``)."""
     n = len(batch)
     sizes = []
     raws = []
@@ -78,11 +83,22 @@ def write_batch(
                 ],
             }
         )
+    message: dict[str, Any] = {"op": "exec", "requests": items}
     if slots is not None:
-        return encode({"op": "exec", "requests": items, "slots": slots}), None
-    frame = encode({"op": "exec", "requests": items})
-    reusable = n == 1 and fixed and batch[0].layout_key is not None
-    return frame, ((offsets, sizes, end) if reusable else None)
+        message["slots"] = slots
+    if poll:
+        message["poll"] = 1
+    frame = encode(message)
+    if slots is not None or not (n == 1 and fixed and batch[0].layout_key is not None):
+        return frame, None
+    other = dict(message)
+    if poll:
+        del other["poll"]
+    else:
+        other["poll"] = 1
+    other_frame = encode(other)
+    frames = (other_frame, frame) if poll else (frame, other_frame)
+    return frame, (frames, offsets, sizes, end)
 
 
 def read_responses(

@@ -23,7 +23,7 @@ from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
-from tritium.workers.batch_messages import read_responses, write_batch
+from tritium.workers.batch_messages import Layout, read_responses, write_batch
 from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.notices import handle_notice
 from tritium.workers.response_streams import ResponseStreams
@@ -84,11 +84,17 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         calls: CallHandler | None = None,
         poll_us: int = 0,
+        lone_poll_us: int = 0,
+        lone: Callable[[], bool] | None = None,
     ) -> None:
         self.label = label
         # How long the worker polls for its next message before it sleeps (see
-        # ``MessageReader``).
+        # ``MessageReader``): ``poll_us`` when its last wait was shorter than that, and
+        # ``lone_poll_us`` after a batch sent while ``lone()`` said that one client's
+        # request is all the server has in flight (its next request comes soon).
         self._poll_us = poll_us
+        self._lone_poll_us = lone_poll_us
+        self._lone = lone if lone_poll_us else None
         self._env = env
         # Requests model code makes of the server (BLS) arrive on a channel of their own.
         self._call_handler = calls
@@ -99,9 +105,10 @@ class WorkerProcess:
         self._pending: asyncio.Future[Any] | None = None
         # The batch in flight and the future its responses go to (at most one).
         self._batch: tuple[list[InferRequest], Completion[list[InferResponse]]] | None = None
-        # layout_key -> (exec message, input offsets, input sizes, arena end) of a single
-        # request with fixed-size inputs, reused for every request of the same layout.
-        self._layouts: dict[object, tuple[bytes, list[int], list[int], int]] = {}
+        # layout_key -> (exec messages without and with the poll hint, input offsets,
+        # input sizes, arena end) of a single request with fixed-size inputs, reused for
+        # every request of the same layout.
+        self._layouts: dict[object, Layout] = {}
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
@@ -149,6 +156,7 @@ class WorkerProcess:
                 str(os.getpid()),
                 str(call_child.fileno()),
                 str(self._poll_us),
+                str(self._lone_poll_us),
             ]
             # A session of its own: where the kernel groups scheduling by session
             # (autogroup), the server's event loop then keeps its own share of the CPU
@@ -337,21 +345,22 @@ class WorkerProcess:
             raise WorkerDied(f"instance '{self.label}' is not running")
         if self._batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
+        poll = self._lone is not None and self._lone()
         streams = self.streams
         if streams is not None:
-            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch))
+            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll)
         else:
             frame = None
             if len(batch) == 1:
-                frame = self._write_cached(batch[0])
+                frame = self._write_cached(batch[0], poll)
             if frame is None:
-                frame = self._write_batch(batch)
+                frame = self._write_batch(batch, poll)
         done: Completion[list[InferResponse]] = Completion()
         self._batch = (batch, done)
         self._transport.write(frame)
         return done
 
-    def _write_cached(self, request: InferRequest) -> bytes | None:
+    def _write_cached(self, request: InferRequest, poll: bool) -> bytes | None:
         """For a request whose layout was seen before (same ``layout_key``: names, types,
         shapes, outputs, id, parameters), write its inputs where they went last time and
         reuse that exec message as is; None when there is nothing to reuse."""
@@ -361,7 +370,7 @@ class WorkerProcess:
         cached = self._layouts.get(key)
         if cached is None:
             return None
-        frame, offsets, sizes, end = cached
+        frames, offsets, sizes, end = cached
         arena = self._in_arena
         inputs = request.inputs
         if arena is None or end > arena.size or len(inputs) != len(sizes):
@@ -374,15 +383,15 @@ class WorkerProcess:
         write = ipc_tensors.write
         for tensor, off in zip(inputs, offsets):
             write(buf, off, tensor.data, None)
-        return frame
+        return frames[poll]
 
-    def _write_batch(self, batch: list[InferRequest]) -> bytes:
-        frame, layout = write_batch(batch, self._arena_for_inputs)
+    def _write_batch(self, batch: list[InferRequest], poll: bool) -> bytes:
+        frame, layout = write_batch(batch, self._arena_for_inputs, None, poll)
         key = batch[0].layout_key
         if layout is not None and key is not None:
             if len(self._layouts) >= _LAYOUT_CACHE:
                 self._layouts.clear()
-            self._layouts[key] = (frame, *layout)
+            self._layouts[key] = layout
         return frame
 
     def _arena_for_inputs(self, size: int) -> Arena:

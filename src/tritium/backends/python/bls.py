@@ -65,8 +65,11 @@ class Answer:
 
 
 class CallClient:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         self._sock = sock
+        # A synchronous caller polls for its answer this long before it sleeps: the answer
+        # of a fast model comes back well within it, and the worker is still awake for it.
+        self._poll_ns = poll_ns
         self._send_lock = threading.Lock()
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[Answer]] = {}
@@ -192,6 +195,8 @@ class CallClient:
                 # Nobody reads: read ourselves until our answer is in (answers to other
                 # threads' calls are handed to them on the way).
                 try:
+                    if self._poll_ns:
+                        self._poll_one(self._poll_ns)
                     while not future.done() and self._read_one():
                         pass
                 finally:
@@ -225,6 +230,27 @@ class CallClient:
             with self._read_lock:
                 if not self._read_one():
                     return
+
+    def _poll_one(self, budget_ns: int) -> None:
+        """Read and deliver one answer if it arrives within ``budget_ns`` (the caller holds
+        the read lock), yielding the CPU while there is none; errors are left to the
+        blocking read that follows."""
+        deadline = time.monotonic_ns() + budget_ns
+        while self._broken is None:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(
+                    self._sock, MAX_RECORD, 1, socket.MSG_DONTWAIT
+                )
+            except BlockingIOError:
+                if time.monotonic_ns() >= deadline:
+                    return
+                os.sched_yield()
+                continue
+            except OSError:
+                return
+            if data:
+                self._answer(data, fds)
+            return
 
     def _read_one(self) -> bool:
         """Read and deliver one answer (the caller holds the read lock); False once the
@@ -322,10 +348,10 @@ def _tensors(message: dict[str, Any], inline: memoryview, fds: list[int]) -> lis
 _client: CallClient | None = None
 
 
-def install(sock: socket.socket) -> None:
+def install(sock: socket.socket, poll_ns: int = 0) -> None:
     """Called once by the worker with its end of the call channel."""
     global _client
-    _client = CallClient(sock)
+    _client = CallClient(sock, poll_ns)
 
 
 def client() -> CallClient:

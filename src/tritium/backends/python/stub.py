@@ -37,12 +37,17 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 class Worker:
-    def __init__(self, ctl: socket.socket, fds: socket.socket, poll_us: int = 0) -> None:
+    def __init__(
+        self, ctl: socket.socket, fds: socket.socket, poll_us: int = 0, lone_poll_us: int = 0
+    ) -> None:
         self.ctl = ctl
         self.fds = fds
         self.arenas: dict[str, Arena] = {}
         self.host: ModelHost | None = None
         self.reader = MessageReader(ctl, poll_us * 1000)
+        # After a batch the server marked "poll" (one client's request was all it had in
+        # flight), poll this long for the next one.
+        self._lone_poll_ns = lone_poll_us * 1000
         # Replies and decoupled responses (sent from any thread) share the socket.
         self._send_lock = threading.Lock()
         self.responses = ResponseStream(self.send, fds)
@@ -52,9 +57,10 @@ class Worker:
             send_message(self.ctl, message)
 
     def run(self) -> None:
+        poll_ns = 0
         while True:
             try:
-                message = self.reader.next()
+                message = self.reader.next(poll_ns)
             except (EOFError, ConnectionError, OSError):
                 self._finalize_quietly()
                 return
@@ -74,6 +80,7 @@ class Worker:
                 reply = {"op": "error", "code": code, "message": str(exc)}
             send_notices(self.send)
             self.send(reply)
+            poll_ns = self._lone_poll_ns if message.get("poll") else 0
             if op == "fini":
                 return
 
@@ -135,9 +142,11 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ctl = socket.socket(fileno=ctl_fd)
     fds = socket.socket(fileno=fds_fd)
+    poll_us = int(argv[4]) if len(argv) > 4 else 0
+    lone_poll_us = int(argv[5]) if len(argv) > 5 else 0
     if len(argv) > 3:  # the call channel (BLS, model management)
-        bls.install(socket.socket(fileno=int(argv[3])))
-    Worker(ctl, fds, int(argv[4]) if len(argv) > 4 else 0).run()
+        bls.install(socket.socket(fileno=int(argv[3])), max(poll_us, lone_poll_us) * 1000)
+    Worker(ctl, fds, poll_us, lone_poll_us).run()
     return 0
 
 
