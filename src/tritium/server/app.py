@@ -52,6 +52,8 @@ class Server:
             log_verbose=settings.log_verbose,
             gpu_count=gpu_count(),
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
+            first_response_histogram=settings.allow_metrics
+            and metrics_config.histogram_latencies,
             **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)

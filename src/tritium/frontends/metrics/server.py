@@ -20,6 +20,7 @@ from tritium.core.custom_metrics import registry as default_registry
 from tritium.frontends.metrics.collect import (
     cpu_families,
     custom_families,
+    first_response_family,
     loaded_versions,
     model_families,
     summary_families,
@@ -69,6 +70,7 @@ class MetricsPage:
         if self._options.cpu_metrics:
             families += cpu_families(self.sampler.latest)
         families += summary_families(versions, config)
+        families += first_response_family(versions, config)
         return render(families)
 
 
