@@ -242,6 +242,7 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig): 
         port=s.metrics_port,
         interval_ms=s.metrics_interval_ms,
         cpu_metrics=s.allow_cpu_metrics,
+        gpu_metrics=s.allow_gpu_metrics,
         config=config,
     )
     return await start_metrics_server(service, options)

@@ -255,6 +255,13 @@ class Settings:
         "Report CPU and memory metrics. Ignored unless --allow-metrics is true.",
         "Metrics",
     )
+    allow_gpu_metrics: bool = _opt(
+        True,
+        "Report GPU metrics (utilization, memory, power, energy) for each visible NVIDIA "
+        "GPU, read through NVML (needs tritium[gpu]); nothing without a GPU. Ignored "
+        "unless --allow-metrics is true.",
+        "Metrics",
+    )
     metrics_address: str = _opt(
         "", "Address the metrics server binds to (default: --http-address).", "Metrics"
     )

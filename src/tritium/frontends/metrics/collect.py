@@ -16,6 +16,7 @@ from tritium.core.latency_summary import LatencySummary, SummarizedStatistics
 from tritium.core.statistics import FAILURE_REASONS, ModelStatistics
 from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import Family, Labels
+from tritium.frontends.metrics.gpu import GpuSample
 from tritium.frontends.metrics.system import SystemSample
 from tritium.service.models import LoadedVersion, ModelManager
 
@@ -94,6 +95,20 @@ _SUMMARIES = (
 PENDING = (
     "nv_inference_pending_request_count",
     "Instantaneous number of pending requests awaiting execution per-model.",
+)
+# (family name, help, type, GpuSample attribute): Triton's names and help texts.
+_GPU = (
+    ("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", "gauge", "utilization"),
+    ("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", "gauge", "memory_total_bytes"),
+    ("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", "gauge", "memory_used_bytes"),
+    ("nv_gpu_power_usage", "GPU power usage in watts", "gauge", "power_usage_watts"),
+    ("nv_gpu_power_limit", "GPU power management limit in watts", "gauge", "power_limit_watts"),
+    (
+        "nv_energy_consumption",
+        "GPU energy consumption in joules since the Triton Server started",
+        "counter",
+        "energy_joules",
+    ),
 )
 FIRST_RESPONSE_HELP = "Duration from request to first response in milliseconds"
 CPU_UTILIZATION = ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]")
@@ -198,6 +213,19 @@ def custom_families(registry: CustomMetrics) -> list[Family]:
 
 def _bucket_label(bound: float) -> str:
     return str(int(bound)) if bound.is_integer() else repr(bound)
+
+
+def gpu_families(samples: tuple[GpuSample, ...]) -> list[Family]:
+    """One family per GPU reading, a sample per GPU; none at all without a GPU."""
+    if not samples:
+        return []
+    families = []
+    for name, help_text, kind, attr in _GPU:
+        family = Family(name, help_text, kind)
+        for sample in samples:
+            family.add((("gpu_uuid", sample.uuid),), getattr(sample, attr))
+        families.append(family)
+    return families
 
 
 def cpu_families(sample: SystemSample) -> list[Family]:
