@@ -82,6 +82,7 @@ EVERY_FLAG = [
     ("--allow-client-shm=false", "allow_client_shm", False),
     ("--allow-metrics=false", "allow_metrics", False),
     ("--allow-cpu-metrics=false", "allow_cpu_metrics", False),
+    ("--allow-gpu-metrics=false", "allow_gpu_metrics", False),
     ("--metrics-address=127.0.0.2", "metrics_address", "127.0.0.2"),
     ("--metrics-port=18002", "metrics_port", 18002),
     ("--metrics-interval-ms=500", "metrics_interval_ms", 500),

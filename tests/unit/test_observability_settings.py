@@ -12,7 +12,7 @@ from tritium.core.errors import InternalError, InvalidArgument, Unavailable, Uns
 from tritium.core.log_lines import head
 from tritium.server.logging_setup import TritonFormatter, apply
 from tritium.service.log_settings import LogSettings
-from tritium.service.trace_settings import Sampler, TraceSettings, parse_trace_config
+from tritium.service.trace_settings import OTEL_KEY, Sampler, TraceSettings, parse_trace_config
 from tritium.service.trace_writer import timestamps
 
 # -- logging settings -------------------------------------------------------------------
@@ -97,7 +97,14 @@ def test_tracing_needs_a_file() -> None:
         (["level=TIMESTAMPS"], "needs a trace file"),
         (["rate"], "option format"),
         (["rate=0", "level=TIMESTAMPS", "triton,file=/t"], "sample rate must be non-zero"),
-        (["opentelemetry,url=x"], "opentelemetry is not supported"),
+        (["mode=zipkin"], "unknown trace mode 'zipkin'"),
+        (["opentelemetry,colour=blue"], "unknown opentelemetry setting 'colour'"),
+        (["opentelemetry,resource=novalue"], "resource=<key>=<value>"),
+        (["opentelemetry,bsp_max_queue_size=0"], "bsp_max_queue_size must be a positive"),
+        (
+            ["opentelemetry,bsp_max_queue_size=10", "opentelemetry,bsp_max_export_batch_size=11"],
+            "bsp_max_export_batch_size must be less than or equal to bsp_max_queue_size",
+        ),
         (["triton,colour=blue"], "unknown setting 'colour'"),
         (["level=TENSORS", "triton,file=/t"], "TENSORS is not supported"),
     ],
@@ -119,6 +126,30 @@ def test_trace_config_keys() -> None:
         "trace_file": "/t.json",
         "trace_mode": "triton",
     }
+
+
+def test_opentelemetry_mode_keys() -> None:
+    settings = parse_trace_config(
+        [
+            "mode=opentelemetry",
+            "level=TIMESTAMPS",  # no trace file needed in this mode
+            "opentelemetry,url=collector:4318/v1/traces",
+            "opentelemetry,resource=service.name=edge",
+            "opentelemetry,resource=zone=a=b",
+            "opentelemetry,bsp_schedule_delay=100",
+        ]
+    )
+    options = settings.pop(OTEL_KEY)
+    assert settings["trace_mode"] == "opentelemetry" and settings["trace_level"] == ["TIMESTAMPS"]
+    assert options.url == "http://collector:4318/v1/traces"
+    assert options.resource == (("service.name", "edge"), ("zone", "a=b"))
+    assert options.bsp_setting("bsp_schedule_delay") == 100
+    assert options.bsp_setting("bsp_max_queue_size") == 2048  # Triton's default
+    # The start-up options stay out of the trace extension's settings.
+    traces = TraceSettings({**settings, OTEL_KEY: options})
+    assert traces.opentelemetry == options and OTEL_KEY not in traces.get()
+    # Triton accepts the other mode's settings and ignores them.
+    assert OTEL_KEY not in parse_trace_config(["opentelemetry,url=x", "triton,file=/t"])
 
 
 def test_timestamps_are_ordered_even_when_the_window_is_tight() -> None:

@@ -62,6 +62,7 @@ TRITON_DEFAULTS = {
     "grpc_max_connection_age_grace": None,
     "allow_metrics": True,
     "allow_cpu_metrics": True,
+    "allow_gpu_metrics": True,
     "metrics_address": "0.0.0.0",  # Triton: same as --http-address
     "metrics_port": 8002,
     "metrics_interval_ms": 2000,

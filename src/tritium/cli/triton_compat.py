@@ -21,7 +21,6 @@ IGNORED_FLAGS: dict[str, str] = {
     "--repoagent-directory": "repository agents are not loaded",
     "--buffer-manager-thread-count": "tensors are not copied by a thread pool",
     "--grpc-infer-allocation-pool-size": "request objects are not pooled",
-    "--allow-gpu-metrics": "tritium reports no GPU metrics",
     "--enable-peer-access": "tritium does not manage GPUs",
     "--pinned-memory-pool-byte-size": "tritium does not manage pinned memory",
     "--cuda-memory-pool-byte-size": "tritium does not manage CUDA memory",

@@ -55,6 +55,8 @@ class Server:
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
             worker_poll_us=settings.busy_poll_worker_us,
             lone_poll_us=settings.busy_poll_us,
+            first_response_histogram=settings.allow_metrics
+            and metrics_config.histogram_latencies,
             **lifecycle_options(settings.backend_config),
         )
         self.models = ModelManager([Path(p) for p in settings.model_repository], options)
@@ -246,6 +248,7 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig): 
         port=s.metrics_port,
         interval_ms=s.metrics_interval_ms,
         cpu_metrics=s.allow_cpu_metrics,
+        gpu_metrics=s.allow_gpu_metrics,
         config=config,
     )
     return await start_metrics_server(service, options)

@@ -281,6 +281,13 @@ class Settings:
         "Report CPU and memory metrics. Ignored unless --allow-metrics is true.",
         "Metrics",
     )
+    allow_gpu_metrics: bool = _opt(
+        True,
+        "Report GPU metrics (utilization, memory, power, energy) for each visible NVIDIA "
+        "GPU, read through NVML (needs tritium[gpu]); nothing without a GPU. Ignored "
+        "unless --allow-metrics is true.",
+        "Metrics",
+    )
     metrics_address: str = _opt(
         "", "Address the metrics server binds to (default: --http-address).", "Metrics"
     )
@@ -301,9 +308,12 @@ class Settings:
     trace_config: tuple[str, ...] = _opt(
         (),
         "Trace setting, as <setting>=<value> for level (OFF or TIMESTAMPS), rate (trace "
-        "one request in N), count (traces to take, -1: no limit) and mode (triton), or "
-        "triton,<setting>=<value> for file (the trace file) and log-frequency (write a "
-        "file every N traces; 0: at shutdown).",
+        "one request in N), count (traces to take, -1: no limit) and mode (triton or "
+        "opentelemetry), or triton,<setting>=<value> for file (the trace file) and "
+        "log-frequency (write a file every N traces; 0: at shutdown), or "
+        "opentelemetry,<setting>=<value> for url (the OTLP/HTTP receiver), resource "
+        "(<key>=<value>), bsp_max_queue_size, bsp_schedule_delay and "
+        "bsp_max_export_batch_size (needs tritium[opentelemetry]).",
         "Tracing",
         metavar="[<mode>,]<setting>=<value>",
     )

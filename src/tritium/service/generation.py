@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tritium.core.errors import Unavailable
+from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import (
@@ -65,6 +66,8 @@ class LoadedVersion:
         self.scheduler = make_scheduler(config, instances, initial_states)
         #: The decoupled transaction policy: responses stream, unary infer is refused.
         self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
+        #: Decoupled models with --metrics-config histogram_latencies=true only.
+        self.first_response: LatencyHistogram | None = None
         self._folder = folder
         if folder is not None:
             folder.acquire()

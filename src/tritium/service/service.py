@@ -38,7 +38,7 @@ from tritium.service.shared_memory import (
 from tritium.service.spin import LoneRequestSpinner
 from tritium.service.streams import DecoupledCall, Emit
 from tritium.service.trace_settings import TraceSettings
-from tritium.service.trace_writer import TraceRecorder
+from tritium.service.trace_writer import new_recorder
 
 EXTENSIONS = [
     "classification",
@@ -101,7 +101,7 @@ class Service:
         self.log_settings = log_settings if log_settings is not None else LogSettings()
         # The trace extension: settings, sampling, and the trace file (see trace_*.py).
         self.trace_settings = TraceSettings(trace_startup, lambda name: name in models.models)
-        self.trace_recorder = TraceRecorder(self.trace_settings)
+        self.trace_recorder = new_recorder(self.trace_settings)
         extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS
         self._extensions = extensions + list(REPOSITORY_EXTENSIONS)
 

@@ -5,7 +5,9 @@ The frontend gives a callback ``emit(call, response | None, final)``; the call s
 every response with the model, version and request id the client expects, counts the
 request once it is final, turns a failure before ``execute`` (full queue, instance gone,
 unloading) into a final error response, and after :meth:`DecoupledCall.cancel` (the
-client went away) delivers nothing more while the model sees ``is_cancelled()``.
+client went away) delivers nothing more while the model sees ``is_cancelled()``. With
+``histogram_latencies`` on, the first response the model sends is observed in the model's
+first-response histogram.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]
 
 
 class DecoupledCall:
-    __slots__ = ("request", "_loaded", "_emit", "_scheduled", "done", "cancelled")
+    __slots__ = ("request", "_loaded", "_emit", "_scheduled", "done", "cancelled", "_responded")
 
     def __init__(self, loaded: LoadedVersion, request: InferRequest, emit: Emit) -> None:
         self.request = request
@@ -35,6 +37,7 @@ class DecoupledCall:
         #: True once the final response went out (or the call was cancelled).
         self.done = False
         self.cancelled = False
+        self._responded = False
 
     @property
     def model_name(self) -> str:
@@ -67,6 +70,11 @@ class DecoupledCall:
             return
         if response is not None:
             loaded = self._loaded
+            if not self._responded:
+                self._responded = True
+                histogram = loaded.first_response
+                if histogram is not None:
+                    histogram.observe((now_ns() - self.request.arrival_ns) // 1_000_000)
             response.model_name = loaded.name
             response.model_version = loaded.version_str
             response.id = self.request.id

@@ -7,7 +7,9 @@ Settings have Triton's names and string values (``trace_level`` a list): ``trace
 key; JSON null removes an override (or, globally, restores the start-up value).
 Validation texts and status codes are Triton's.
 
-``--trace-config`` is parsed here too (``parse_trace_config``), with Triton's keys.
+``--trace-config`` is parsed here too (``parse_trace_config``), with Triton's keys; with
+``mode=opentelemetry`` sampled requests are exported as spans (see trace_otel.py) instead
+of written to the trace file, under the same level, rate and count.
 """
 
 from __future__ import annotations
@@ -16,8 +18,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tritium.core.errors import InternalError, InvalidArgument, Unsupported
+from tritium.service.trace_otel_options import OtelOptions, parse_otel_options, require_sdk
 
 LEVELS = ("OFF", "TIMESTAMPS")
+MODES = ("triton", "opentelemetry")
+# Where ``parse_trace_config`` puts the OpenTelemetry options (mode=opentelemetry only);
+# they are fixed at start-up and not part of the trace extension's settings.
+OTEL_KEY = "opentelemetry"
 _KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency")
 
 
@@ -35,6 +42,7 @@ def startup_settings(trace_file: str = "") -> dict[str, Any]:
 def parse_trace_config(entries: Iterable[str]) -> dict[str, Any]:
     """``--trace-config`` entries (``[<mode>,]<setting>=<value>``) → start-up settings."""
     settings = startup_settings()
+    otel_entries: list[tuple[str, str]] = []
     for entry in entries:
         setting_part, eq, value = entry.partition("=")
         mode, comma, setting = setting_part.partition(",")
@@ -45,13 +53,15 @@ def parse_trace_config(entries: Iterable[str]) -> dict[str, Any]:
                 "--trace-config option format is '<mode>,<setting>=<value>' or "
                 f"'<setting>=<value>'. Got {entry}"
             )
-        if mode == "opentelemetry" or (setting == "mode" and value == "opentelemetry"):
-            raise ValueError(
-                "--trace-config mode=opentelemetry is not supported by this server; use "
-                "mode=triton (the trace file)"
-            )
+        if mode == "opentelemetry":
+            otel_entries.append((setting, value))
+            continue
         if mode not in ("", "triton"):
             raise ValueError(f"--trace-config: unknown trace mode '{mode}'")
+        if setting == "mode" and value not in MODES:
+            raise ValueError(
+                f"--trace-config: unknown trace mode '{value}' (known: {', '.join(MODES)})"
+            )
         key = {
             "level": "trace_level",
             "rate": "trace_rate",
@@ -74,7 +84,12 @@ def parse_trace_config(entries: Iterable[str]) -> dict[str, Any]:
         _check_rate(settings)
     except (InvalidArgument, InternalError, Unsupported) as exc:
         raise ValueError(f"--trace-config: {exc.message}") from None
-    if checked["trace_level"] != ["OFF"] and not settings["trace_file"]:
+    # Triton accepts the settings of the mode it does not use, and ignores them.
+    otel = parse_otel_options(otel_entries)
+    if settings["trace_mode"] == "opentelemetry":
+        require_sdk()
+        settings[OTEL_KEY] = otel
+    elif checked["trace_level"] != ["OFF"] and not settings["trace_file"]:
         raise ValueError(
             "--trace-config level=TIMESTAMPS needs a trace file: add "
             "--trace-config triton,file=<path>"
@@ -161,6 +176,8 @@ class TraceSettings:
         known_model: Callable[[str], bool] = lambda name: True,
     ) -> None:
         self._startup = dict(startup or startup_settings())
+        #: OpenTelemetry export options (mode=opentelemetry), else None: the trace file.
+        self.opentelemetry: OtelOptions | None = self._startup.pop(OTEL_KEY, None)
         self._global = dict(self._startup)
         self._models: dict[str, dict[str, Any]] = {}
         self._known = known_model
@@ -189,7 +206,8 @@ class TraceSettings:
         if not isinstance(doc, dict):
             return self.get(model)
         changes = _validated(doc, {})
-        if changes.get("trace_level", ["OFF"]) != ["OFF"] and not self.trace_file:
+        needs_file = self.opentelemetry is None and not self.trace_file
+        if changes.get("trace_level", ["OFF"]) != ["OFF"] and needs_file:
             raise Unsupported(
                 "tracing needs a trace file, set at start-up with --trace-config "
                 "triton,file=<path>"

@@ -16,13 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritium.core import InferRequest
 from tritium.core.clock import now_ns
 from tritium.core.completion import Completion
 from tritium.service.models import LoadedVersion
 from tritium.service.trace_settings import TraceSettings
+
+if TYPE_CHECKING:
+    from tritium.service.trace_otel import OtelRecorder
 
 log = logging.getLogger("tritium.trace")
 
@@ -60,6 +63,15 @@ def timestamps(
         ]
     stamps.append(("REQUEST_END", end_ns))
     return stamps
+
+
+def new_recorder(settings: TraceSettings) -> TraceRecorder | OtelRecorder:
+    """The trace file's recorder, or the OpenTelemetry exporter in that mode."""
+    if settings.opentelemetry is not None:
+        from tritium.service.trace_otel import OtelRecorder
+
+        return OtelRecorder(settings.opentelemetry)
+    return TraceRecorder(settings)
 
 
 class TraceRecorder:

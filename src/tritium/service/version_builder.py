@@ -19,6 +19,7 @@ from tritium import config as cfg
 from tritium import repository as repo
 from tritium.core.clock import now_ns
 from tritium.core.errors import TritiumError, Unavailable
+from tritium.core.latency_histogram import LatencyHistogram, first_response_buckets
 from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
@@ -54,6 +55,8 @@ class LoadOptions:
     # (``--busy-poll-us``).
     worker_poll_us: int = 0
     lone_poll_us: int = 0
+    # Decoupled models keep the first-response histogram (histogram_latencies=true).
+    first_response_histogram: bool = False
 
 
 @dataclass(slots=True)
@@ -244,9 +247,12 @@ class VersionBuilder:
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{name}': {first}")
-        return LoadedVersion(
+        loaded = LoadedVersion(
             name, version, config, instances, stats, folder, initial_states, labels
         )
+        if self.options.first_response_histogram and loaded.decoupled:
+            loaded.first_response = LatencyHistogram(first_response_buckets(config))
+        return loaded
 
     def kill_all(self) -> None:
         """Last resort at exit: workers of loads still in progress."""

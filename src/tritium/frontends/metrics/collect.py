@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from tritium.core.custom_metrics import CustomMetrics
+from tritium.core.latency_histogram import FIRST_RESPONSE_FAMILY
 from tritium.core.latency_summary import LatencySummary, SummarizedStatistics
 from tritium.core.statistics import FAILURE_REASONS, ModelStatistics
 from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import Family, Labels
+from tritium.frontends.metrics.gpu import GpuSample
 from tritium.frontends.metrics.system import SystemSample
 from tritium.service.models import LoadedVersion, ModelManager
 
@@ -94,6 +96,21 @@ PENDING = (
     "nv_inference_pending_request_count",
     "Instantaneous number of pending requests awaiting execution per-model.",
 )
+# (family name, help, type, GpuSample attribute): Triton's names and help texts.
+_GPU = (
+    ("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", "gauge", "utilization"),
+    ("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", "gauge", "memory_total_bytes"),
+    ("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", "gauge", "memory_used_bytes"),
+    ("nv_gpu_power_usage", "GPU power usage in watts", "gauge", "power_usage_watts"),
+    ("nv_gpu_power_limit", "GPU power management limit in watts", "gauge", "power_limit_watts"),
+    (
+        "nv_energy_consumption",
+        "GPU energy consumption in joules since the Triton Server started",
+        "counter",
+        "energy_joules",
+    ),
+)
+FIRST_RESPONSE_HELP = "Duration from request to first response in milliseconds"
 CPU_UTILIZATION = ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]")
 CPU_MEMORY_TOTAL = ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes")
 CPU_MEMORY_USED = ("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes")
@@ -152,6 +169,32 @@ def _quantile_label(q: float) -> str:
     return repr(q) if not q.is_integer() else str(int(q))
 
 
+def first_response_family(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+    """Triton's first-response histogram; only decoupled models have one."""
+    if not config.histogram_latencies:
+        return []
+    family = Family(FIRST_RESPONSE_FAMILY, FIRST_RESPONSE_HELP, "histogram")
+    for loaded in versions:
+        histogram = loaded.first_response
+        if histogram is None:
+            continue
+        labels: Labels = (("model", loaded.name), ("version", loaded.version_str))
+        family.add(labels, sum(histogram.counts), "_count")
+        family.add(labels, histogram.sum, "_sum")
+        _add_buckets(family, labels, histogram.buckets, histogram.counts)
+    return [family]
+
+
+def _add_buckets(
+    family: Family, labels: Labels, bounds: tuple[float, ...], counts: list[int]
+) -> None:
+    cumulative = 0
+    for bound, n in zip((*bounds, float("inf")), counts):
+        cumulative += n
+        le = "+Inf" if bound == float("inf") else _bucket_label(bound)
+        family.add((*labels, ("le", le)), cumulative, "_bucket")
+
+
 def custom_families(registry: CustomMetrics) -> list[Family]:
     families = []
     for name in sorted(registry.families):
@@ -163,17 +206,26 @@ def custom_families(registry: CustomMetrics) -> list[Family]:
                 continue
             family.add(labels, sum(series.counts), "_count")
             family.add(labels, series.sum, "_sum")
-            cumulative = 0
-            for bound, n in zip((*series.buckets, float("inf")), series.counts):
-                cumulative += n
-                le = "+Inf" if bound == float("inf") else _bucket_label(bound)
-                family.add((*labels, ("le", le)), cumulative, "_bucket")
+            _add_buckets(family, labels, series.buckets, series.counts)
         families.append(family)
     return families
 
 
 def _bucket_label(bound: float) -> str:
     return str(int(bound)) if bound.is_integer() else repr(bound)
+
+
+def gpu_families(samples: tuple[GpuSample, ...]) -> list[Family]:
+    """One family per GPU reading, a sample per GPU; none at all without a GPU."""
+    if not samples:
+        return []
+    families = []
+    for name, help_text, kind, attr in _GPU:
+        family = Family(name, help_text, kind)
+        for sample in samples:
+            family.add((("gpu_uuid", sample.uuid),), getattr(sample, attr))
+        families.append(family)
+    return families
 
 
 def cpu_families(sample: SystemSample) -> list[Family]:

@@ -2,7 +2,8 @@
 
 The page is built when it is asked for, from counters the request path already keeps: a
 scrape takes no lock and waits on no instance, so it answers while every instance is
-busy. CPU and memory are sampled every ``--metrics-interval-ms`` by a timer on the loop.
+busy. CPU and memory are sampled every ``--metrics-interval-ms`` by a timer on the loop;
+GPUs (through NVML, where present) at the same interval on a worker thread.
 The HTTP side is deliberately small: GET/HEAD, keep-alive, bounded request heads and an
 idle timeout.
 """
@@ -20,12 +21,15 @@ from tritium.core.custom_metrics import registry as default_registry
 from tritium.frontends.metrics.collect import (
     cpu_families,
     custom_families,
+    first_response_family,
+    gpu_families,
     loaded_versions,
     model_families,
     summary_families,
 )
 from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import CONTENT_TYPE, render
+from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
 from tritium.service import Service
 
@@ -42,6 +46,7 @@ class MetricsOptions:
     port: int = 8002
     interval_ms: int = 2000
     cpu_metrics: bool = True
+    gpu_metrics: bool = True
     config: MetricsConfig = field(default_factory=MetricsConfig)
     sock: socket.socket | None = None  # a pre-bound socket (tests); host/port then unused
 
@@ -55,20 +60,24 @@ class MetricsPage:
         options: MetricsOptions,
         custom: CustomMetrics = default_registry,
         sampler: SystemSampler | None = None,
+        gpu: GpuSampler | None = None,
     ) -> None:
         self._service = service
         self._options = options
         self._custom = custom
         self.sampler = sampler if sampler is not None else SystemSampler()
+        self.gpu = gpu if gpu is not None else GpuSampler()
 
     def render(self) -> bytes:
         config = self._options.config
         versions = list(loaded_versions(self._service.models))
         families = model_families(versions, config)
         families += custom_families(self._custom)
+        families += gpu_families(self.gpu.latest)  # empty unless GPUs were found
         if self._options.cpu_metrics:
             families += cpu_families(self.sampler.latest)
         families += summary_families(versions, config)
+        families += first_response_family(versions, config)
         return render(families)
 
 
@@ -90,16 +99,26 @@ class MetricsServer:
                 self._connection, opts.host, opts.port, reuse_address=True
             )
         self.port = self._server.sockets[0].getsockname()[1]
+        loop = asyncio.get_running_loop()
+        gpus = opts.gpu_metrics and await loop.run_in_executor(None, self.page.gpu.start)
+        if gpus:
+            await loop.run_in_executor(None, self.page.gpu.sample)
         if opts.cpu_metrics:
             self.page.sampler.sample()
-            self._poller = asyncio.ensure_future(self._poll())
+        if opts.cpu_metrics or gpus:
+            self._poller = asyncio.ensure_future(self._poll(opts.cpu_metrics, gpus))
 
-    async def _poll(self) -> None:
+    async def _poll(self, cpu: bool, gpus: bool) -> None:
         # At least 10 ms: a zero interval must not turn the poll into a busy loop.
         interval = max(self._options.interval_ms, MIN_INTERVAL_MS) / 1000
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(interval)
-            self.page.sampler.sample()
+            if cpu:
+                self.page.sampler.sample()
+            if gpus:
+                # NVML may block for milliseconds: read it on a worker thread.
+                await loop.run_in_executor(None, self.page.gpu.sample)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -159,6 +178,7 @@ class MetricsServer:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
+        await asyncio.get_running_loop().run_in_executor(None, self.page.gpu.close)
         if self._server is not None:
             self._server.close()
             for task in list(self._connections):
