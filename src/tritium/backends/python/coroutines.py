@@ -5,7 +5,10 @@ started on first use, as Triton's stub does, so the next batch can start while o
 streams. An ordinary model's coroutine is awaited before the worker answers, so it runs to
 completion on an event loop of the worker's own thread (``inline``): no hand-over between
 threads per batch, which would cost an ``async def execute`` throughput against a plain
-one. Tasks such a model leaves running go on whenever its next coroutine runs.
+one. A model whose ``execute`` is a coroutine function has the worker's whole message loop
+run as one task on that loop (``serve``), which awaits each ``execute`` like any other
+coroutine: no loop started and stopped per batch. Tasks such a model leaves running go on
+whenever the loop runs: while a coroutine of the model is awaited.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ class CoroutineRunner:
         #: Run :meth:`run`'s coroutines on the calling thread (ordinary models).
         self.inline = False
         self._inline_loop: asyncio.AbstractEventLoop | None = None
+        #: A coroutine of the caller's runs on the inline loop (see :meth:`serve`): the
+        #: model's coroutines are to be awaited, not run.
+        self.serving = False
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -44,11 +50,22 @@ class CoroutineRunner:
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Run ``coro`` to completion and return its result (or raise its exception)."""
         if self.inline:
-            loop = self._inline_loop
-            if loop is None:
-                loop = self._inline_loop = asyncio.new_event_loop()
-            return loop.run_until_complete(coro)
+            return self._inline().run_until_complete(coro)
         return self.submit(coro).result()
+
+    def serve(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        """Run ``coro`` on the inline loop, with :attr:`serving` set meanwhile."""
+        self.serving = True
+        try:
+            return self._inline().run_until_complete(coro)
+        finally:
+            self.serving = False
+
+    def _inline(self) -> asyncio.AbstractEventLoop:
+        loop = self._inline_loop
+        if loop is None:
+            loop = self._inline_loop = asyncio.new_event_loop()
+        return loop
 
     def stop(self, timeout: float = 5.0) -> None:
         inline, self._inline_loop = self._inline_loop, None

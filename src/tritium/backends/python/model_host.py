@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import inspect
 import json
 import sys
 import time
@@ -158,16 +159,34 @@ class ModelHost:
             log_exception()
             return False
 
-    def finalize(self) -> None:
+    @property
+    def serves_coroutines(self) -> bool:
+        """An ordinary model whose ``execute`` is a coroutine function: the worker runs its
+        message loop on the model's event loop (see ``CoroutineRunner.serve``)."""
+        return not self.decoupled and inspect.iscoroutinefunction(
+            getattr(self.model, "execute", None)
+        )
+
+    def finalize(self) -> Any:
+        """Run the model's ``finalize``; while the worker serves on the model's loop, a
+        coroutine ``finalize`` is returned for the worker to await (then call
+        :meth:`stop_coroutines`)."""
         model, self.model = self.model, None
         fin = getattr(model, "finalize", None)
         try:
             if fin is not None:
                 result = fin()
                 if asyncio.iscoroutine(result):
+                    if self.coroutines.serving:
+                        return result
                     self.coroutines.run(result)
         finally:
-            self.coroutines.stop()
+            if not self.coroutines.serving:
+                self.coroutines.stop()
+        return None
+
+    def stop_coroutines(self) -> None:
+        self.coroutines.stop()
 
     # -- execution ----------------------------------------------------------------------
 
@@ -222,7 +241,9 @@ class ModelHost:
             )
         return requests
 
-    def execute(self, items: list[dict[str, Any] | int], in_arena: Arena, out_arena: Arena) -> dict:
+    def execute(self, items: list[dict[str, Any] | int], in_arena: Arena, out_arena: Arena) -> Any:
+        """The reply to one batch: a dict, or (while the worker serves on the model's
+        loop, for an ``async def execute``) a coroutine that returns it."""
         t0 = time.monotonic_ns()
         requests = self._build_requests(items, in_arena)
         n = len(requests)
@@ -230,17 +251,35 @@ class ModelHost:
         try:
             result = self.model.execute(requests)
             if type(result) is not list and asyncio.iscoroutine(result):
+                if self.coroutines.serving:
+                    # The worker awaits it (see ``CoroutineRunner.serve``).
+                    return self._awaited(result, requests, t0, t1, out_arena)
                 result = self.coroutines.run(result)  # awaited, as Triton does
         except Exception as exc:
-            log_exception()
-            message = (
-                f"Failed to process the request(s) for model "
-                f"'{self.instance_name}', message: {_describe(exc)}"
-            )
-            t2 = time.monotonic_ns()
-            reply = {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
-            reply["t"] = [t1 - t0, t2 - t1, 0]
-            return reply
+            return self._failed(exc, n, t0, t1)
+        return self._finish(result, requests, t0, t1, out_arena)
+
+    async def _awaited(
+        self, coro: Any, requests: list[Any], t0: int, t1: int, out_arena: Arena
+    ) -> dict:
+        try:
+            result = await coro
+        except Exception as exc:
+            return self._failed(exc, len(requests), t0, t1)
+        return self._finish(result, requests, t0, t1, out_arena)
+
+    def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> dict:
+        log_exception()
+        message = (
+            f"Failed to process the request(s) for model "
+            f"'{self.instance_name}', message: {_describe(exc)}"
+        )
+        t2 = time.monotonic_ns()
+        reply = {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
+        reply["t"] = [t1 - t0, t2 - t1, 0]
+        return reply
+
+    def _finish(self, result: Any, requests: list[Any], t0: int, t1: int, out_arena: Arena) -> dict:
         t2 = time.monotonic_ns()
         replies, placed, end = self._collect(result, requests)
         self._timing = [t1 - t0, t2 - t1, t2]

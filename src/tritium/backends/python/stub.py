@@ -10,6 +10,7 @@ server shares, so they land in the server log.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import os
@@ -18,6 +19,7 @@ import socket
 import sys
 import threading
 import traceback
+from typing import Any
 
 from tritium.backends.python import bls
 from tritium.backends.python.model_host import ModelHost
@@ -59,30 +61,68 @@ class Worker:
     def run(self) -> None:
         poll_ns = 0
         while True:
+            message = self._next(poll_ns)
+            if message is None:
+                self._finalize_quietly()
+                return
+            reply = self._handle(message)
+            poll_ns = self._answer(message, reply)
+            if message["op"] == "fini":
+                return
+            if message["op"] == "init" and self.host is not None and self.host.serves_coroutines:
+                # An ``async def execute``: from now on the loop runs as a task of the
+                # model's event loop, which awaits each execution.
+                host = self.host
+                try:
+                    host.coroutines.serve(self._serve(poll_ns))
+                finally:
+                    host.stop_coroutines()
+                return
+
+    async def _serve(self, poll_ns: int) -> None:
+        """:meth:`run`'s loop as a coroutine: replies that are coroutines are awaited."""
+        while True:
+            message = self._next(poll_ns)
+            if message is None:
+                await self._finalize_awaited()
+                return
+            reply = self._handle(message)
+            if asyncio.iscoroutine(reply):
+                try:
+                    reply = await reply
+                except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
+                    reply = _error_reply(exc)
+            poll_ns = self._answer(message, reply)
+            if message["op"] == "fini":
+                return
+
+    def _next(self, poll_ns: int) -> dict | None:
+        """The next message to answer (arenas and one-way messages are applied on the
+        way); None once the server is gone."""
+        while True:
             try:
                 message = self.reader.next(poll_ns)
             except (EOFError, ConnectionError, OSError):
-                self._finalize_quietly()
-                return
+                return None
             op = message.get("op")
             if op == "arena":
                 self._take_arena(message)
-                continue
-            if op in ONE_WAY:
+            elif op in ONE_WAY:
                 ONE_WAY[op](message)
-                continue
-            try:
-                reply = self.dispatch(op, message)
-            except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
-                code = getattr(exc, "code", "INTERNAL")
-                if not isinstance(code, str):
-                    code = "INTERNAL"
-                reply = {"op": "error", "code": code, "message": str(exc)}
-            send_notices(self.send)
-            self.send(reply)
-            poll_ns = self._lone_poll_ns if message.get("poll") else 0
-            if op == "fini":
-                return
+            else:
+                return message
+
+    def _handle(self, message: dict) -> Any:
+        try:
+            return self.dispatch(message.get("op"), message)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
+            return _error_reply(exc)
+
+    def _answer(self, message: dict, reply: dict) -> int:
+        """Send ``reply``; how long to poll for the next message."""
+        send_notices(self.send)
+        self.send(reply)
+        return self._lone_poll_ns if message.get("poll") else 0
 
     def _take_arena(self, message: dict) -> None:
         fd = recv_fd(self.fds)
@@ -122,17 +162,44 @@ class Worker:
             settle_heap()
             return {"op": "ready", "ready": self.host.is_ready()}
         if op == "fini":
-            self._finalize_quietly()
+            finishing = self._finalize_quietly()
+            if finishing is not None:
+                return self._bye_after(finishing)
             return {"op": "bye"}
         raise ValueError(f"unknown control message '{op}'")
 
-    def _finalize_quietly(self) -> None:
+    def _finalize_quietly(self) -> Any:
+        """Finalize the model, printing what it raises; a coroutine to await when the
+        model's ``finalize`` is one and the worker serves on the model's loop."""
         host, self.host = self.host, None
         if host is not None:
             try:
-                host.finalize()
+                return host.finalize()
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
+        return None
+
+    async def _finalize_awaited(self) -> None:
+        finishing = self._finalize_quietly()
+        if finishing is not None:
+            try:
+                await finishing
+            except Exception:  # noqa: BLE001
+                traceback.print_exc()
+
+    async def _bye_after(self, finishing: Any) -> dict:
+        try:
+            await finishing
+        except Exception:  # noqa: BLE001
+            traceback.print_exc()
+        return {"op": "bye"}
+
+
+def _error_reply(exc: Exception) -> dict:
+    code = getattr(exc, "code", "INTERNAL")
+    if not isinstance(code, str):
+        code = "INTERNAL"
+    return {"op": "error", "code": code, "message": str(exc)}
 
 
 def main(argv: list[str]) -> int:
