@@ -199,3 +199,41 @@ def test_a_48_mb_body_costs_its_output_array_and_a_slice() -> None:
     # The output array (16 MB) plus a slice's objects; the plain decoder built a list of
     # 4M Python floats (~130 MB).
     assert peak < 16e6 + 24e6, f"{peak / 1e6:.0f} MB"
+
+
+_OUTPUT_CASES = [
+    ("FP32", np.array([0.1, np.nan, -np.inf, 1e30, 3], np.float32)),
+    ("FP64", np.array([0.1, np.inf, 2.5, -0.0, 7], np.float64)),
+    ("INT8", np.array([-128, 0, 127, 5, 6], np.int8)),
+    ("UINT64", np.array([2**64 - 1, 0, 1, 2, 3], np.uint64)),
+    ("BOOL", np.array([True, False, True, True, False])),
+]
+
+
+@pytest.mark.parametrize(("datatype", "values"), _OUTPUT_CASES)
+@pytest.mark.parametrize("binary_other", [False, True])
+def test_big_json_outputs_are_written_as_in_one_piece(
+    monkeypatch, datatype: str, values: np.ndarray, binary_other: bool
+) -> None:  # noqa: ANN001
+    from tritium.core.types import InferResponse, OutputTensor
+    from tritium.frontends.http import infer_encode, json_tensors
+    from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
+
+    array = np.tile(values, 7).reshape(5, 7)
+    response = InferResponse(
+        "m",
+        "1",
+        outputs=[
+            OutputTensor("BIG", datatype, (5, 7), array),
+            OutputTensor("SMALL", "FP32", (2,), np.array([np.nan, 1], np.float32)),
+            OutputTensor("OTHER", "INT32", (2,), np.array([1, 2], np.int32)),
+        ],
+    )
+    prefs = OutputPrefs(by_name={"OTHER": OutputPref(binary=binary_other)})
+    whole, whole_length = infer_encode.encode_infer_response(response, prefs)
+    monkeypatch.setattr(infer_encode, "SLICED_OUTPUT_ELEMENTS", 10)
+    monkeypatch.setattr(json_tensors, "OUTPUT_SLICE", 4)
+    sliced, sliced_length = infer_encode.encode_infer_response(response, prefs)
+    assert len(sliced) > len(whole)
+    assert b"".join(sliced) == b"".join(whole)
+    assert sliced_length == whole_length
