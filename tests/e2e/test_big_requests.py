@@ -5,6 +5,7 @@ exactly what the usual path answers: binary, JSON and raw bodies, gzip both ways
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import socket
 import threading
@@ -219,3 +220,44 @@ def test_a_huge_json_body_does_not_stall_other_clients(server, binary_output: bo
     # Now a slice at a time (a few ms each): 40-70 ms worst with 6M numbers on a busy
     # machine; the bound leaves room for its scheduling.
     assert max(during) < max(0.2, 3 * quiet), f"worst {max(during):.3f} s, quiet {quiet:.3f} s"
+
+
+def test_a_small_request_with_a_huge_json_answer(server) -> None:
+    """A gzip body of a few KB (decoded on the loop) whose answer is 300K numbers as JSON:
+    the answer's text is written on a thread, the same text as ever."""
+    count = 300_000
+    values = (np.arange(count, dtype=np.float32) % 7) / 4
+    header = orjson.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "datatype": "FP32",
+                    "shape": [1, count],
+                    "parameters": {"binary_data_size": values.nbytes},
+                }
+            ],
+            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": False}}],
+        }
+    )
+    body = gzip.compress(header + values.tobytes())
+    assert len(body) < OFFLOAD_BYTES
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    try:
+        conn.request(
+            "POST",
+            "/v2/models/identity/infer",
+            body=body,
+            headers={
+                "Inference-Header-Content-Length": str(len(header)),
+                "Content-Encoding": "gzip",
+            },
+        )
+        reply = conn.getresponse()
+        answer = reply.read()
+    finally:
+        conn.close()
+    assert reply.status == 200, answer[:300]
+    output = orjson.loads(answer)["outputs"][0]
+    assert output["shape"] == [1, count]
+    assert np.array_equal(np.array(output["data"], np.float32), values)

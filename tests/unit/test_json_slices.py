@@ -237,3 +237,22 @@ def test_big_json_outputs_are_written_as_in_one_piece(
     assert len(sliced) > len(whole)
     assert b"".join(sliced) == b"".join(whole)
     assert sliced_length == whole_length
+
+
+def test_a_big_json_output_is_not_written_on_the_loop() -> None:
+    from tritium.core.types import InferResponse, OutputTensor
+    from tritium.frontends.http.infer_decode import BINARY_PREF, OutputPrefs
+    from tritium.frontends.http.infer_encode import BigJsonOutput, encode_infer_response
+    from tritium.frontends.http.json_tensors import SLICED_OUTPUT_ELEMENTS
+
+    big = np.zeros(SLICED_OUTPUT_ELEMENTS, np.float32)
+    response = InferResponse("m", "1", outputs=[OutputTensor("OUT", "FP32", big.shape, big)])
+    with pytest.raises(BigJsonOutput):
+        encode_infer_response(response, OutputPrefs(), on_loop=True)
+    chunks, _ = encode_infer_response(response, OutputPrefs())  # on a thread
+    assert orjson.loads(b"".join(chunks))["outputs"][0]["data"] == big.tolist()
+    binary = OutputPrefs(by_name={"OUT": BINARY_PREF})
+    encode_infer_response(response, binary, on_loop=True)  # binary: views, written at once
+    small = big[:-1]
+    response.outputs = [OutputTensor("OUT", "FP32", small.shape, small)]
+    encode_infer_response(response, OutputPrefs(), on_loop=True)

@@ -451,7 +451,7 @@ def _decode_sliced(
     ]
     if sorted(index[mark] for mark in placed) != list(range(len(marks))):
         return None
-    reader = SpanReader(body, header_length, spans)
+    reader = SpanReader(body, spans)
 
     def json_data(
         name: str, model: str, datatype: str, shape: tuple[int, ...], count: int, data: object

@@ -54,13 +54,22 @@ def _parameters(params: dict) -> dict:
     return params
 
 
+class BigJsonOutput(Exception):
+    """An output is to be written as JSON text a slice at a time, which the caller
+    asked to do off the event loop (``on_loop=True``)."""
+
+
 def encode_infer_response(
     response: InferResponse,
     prefs: OutputPrefs,
     *,
     request_id: str = "",
+    on_loop: bool = False,
 ) -> tuple[list[bytes | memoryview], int | None]:
-    """Return the body chunks and the JSON header length (None without binary data)."""
+    """Return the body chunks and the JSON header length (None without binary data).
+
+    With ``on_loop``, an output of ``SLICED_OUTPUT_ELEMENTS`` or more to be written as
+    JSON raises :class:`BigJsonOutput` instead (its text is not written on the loop)."""
     rid = response.id or request_id
     by_name = prefs.by_name
     if (prefs.default_binary or by_name) and not response.parameters:
@@ -101,6 +110,8 @@ def encode_infer_response(
             if size:
                 binaries.append(raw)
         elif count >= SLICED_OUTPUT_ELEMENTS and datatype not in _NOT_SLICED:
+            if on_loop:
+                raise BigJsonOutput
             # Written a slice at a time once the rest is (see json_data_chunks).
             entry["data"] = f"\x00{_MARK}-big-{len(big)}\x00"
             big.append((out.name, datatype, array))

@@ -167,9 +167,8 @@ class SpanReader:
     """Parses spans of one body a slice at a time; remembers how far it has read so
     that the first syntax error of the document is the one reported."""
 
-    def __init__(self, body: bytes, length: int, spans: list[Span]) -> None:
+    def __init__(self, body: bytes, spans: list[Span]) -> None:
         self._body = body
-        self._length = length
         self.spans = spans
         self.read = 0  # spans before this one are fully parsed
 
