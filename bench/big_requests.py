@@ -180,6 +180,26 @@ def grpc_big_header_block(host: str, port: int) -> Send:
     return send
 
 
+def grpc_64mib_raw_input(host: str, port: int) -> Send:
+    """A 64 MiB tensor in ``raw_input_contents`` over gRPC (the first of its layout, so
+    the server parses it with protobuf), answered as 64 MiB."""
+    import tritonclient.grpc as grpcclient
+
+    count = 16 * 2**20
+    tensor = grpcclient.InferInput("INPUT0", [1, count], "FP32")
+    tensor.set_data_from_numpy(np.ones((1, count), np.float32))
+
+    def send() -> bytes:
+        client = grpcclient.InferenceServerClient(f"{host}:{port}")
+        try:
+            result = client.infer("identity", [tensor], client_timeout=600)
+            return b"OK %d" % result.as_numpy("OUTPUT0").size
+        finally:
+            client.close()
+
+    return send
+
+
 KINDS: dict[str, Callable[[str, int], Send]] = {
     "bytes_4m_empty": bytes_4m_empty,
     "json_12m_floats": json_12m_floats,
@@ -187,6 +207,7 @@ KINDS: dict[str, Callable[[str, int], Send]] = {
     "outputs_100k": outputs_100k,
     "chunks_1m": chunks_1m,
     "grpc_big_header_block": grpc_big_header_block,
+    "grpc_64mib_raw_input": grpc_64mib_raw_input,
 }
 
 

@@ -18,7 +18,7 @@ from tests.unit.test_http_protocol import (
 )
 
 from tritium.frontends.http.handlers import KServeRoutes
-from tritium.frontends.http.protocol import _FEED_SLICE, HttpProtocol
+from tritium.frontends.http.protocol import _FEED_SLICE, _FULL_READ, HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.timeouts import HttpTimeouts
 from tritium.frontends.sweep import sweep_period
@@ -169,6 +169,37 @@ def test_a_big_read_is_parsed_a_slice_per_loop_iteration():
         statuses = [r[0] for r in parse_responses(transport.data)]
         assert statuses == [200] * 25001
         assert iterations >= 3 and transport.reading
+
+    asyncio.run(scenario())
+
+
+def test_full_reads_handed_over_in_one_iteration_are_parsed_one_per_iteration():
+    """The event loop reads a busy socket up to 32 times in one iteration: only the first
+    full read is parsed at once, so a body of 1M one-byte chunks (6 MB of reads) cannot
+    hold the loop for all of them (it was 140 ms)."""
+
+    async def scenario():
+        protocol, transport = _protocol()
+        body = INFER_BODY.ljust(200_000, b" ")
+        chunked = b"".join(b"1\r\n%s\r\n" % body[i : i + 1] for i in range(len(body)))
+        head = (
+            b"POST /v2/models/ident/infer HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        data = head + chunked + b"0\r\n\r\n"
+        reads = [data[i : i + _FULL_READ] for i in range(0, len(data), _FULL_READ)]
+        assert len(reads) >= 5
+        for read in reads:  # all in one iteration, as the loop hands them over
+            protocol.data_received(read)
+        assert protocol._backlog is not None
+        assert len(protocol._backlog) >= len(data) - 2 * _FULL_READ
+        assert not transport.reading
+        iterations = 0
+        while not parse_responses(transport.data) and iterations < 100:
+            await asyncio.sleep(0)
+            iterations += 1
+        ((status, _, reply),) = parse_responses(transport.data)
+        assert status == 200 and b'"data":[1,2]' in reply
+        assert iterations >= (len(data) - _FULL_READ) // _FEED_SLICE and transport.reading
 
     asyncio.run(scenario())
 

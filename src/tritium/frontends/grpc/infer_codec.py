@@ -12,6 +12,7 @@ which resolves the regions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -216,8 +217,13 @@ def _has_contents(tensor: service_pb2.ModelInferRequest.InferInputTensor) -> boo
     return any(len(getattr(contents, f)) for f in _ALL_CONTENTS)
 
 
-def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest:
-    """A core :class:`InferRequest` from a ``ModelInferRequest``."""
+def decode_infer_request(
+    message: service_pb2.ModelInferRequest,
+    raw: Sequence[bytes | memoryview] | None = None,
+) -> InferRequest:
+    """A core :class:`InferRequest` from a ``ModelInferRequest``; ``raw``, when given,
+    stands for its ``raw_input_contents`` (views of a big message's bytes that protobuf
+    was spared copying)."""
     model = message.model_name
     request = InferRequest(model, message.model_version, message.id)
     if message.parameters:
@@ -225,7 +231,8 @@ def decode_infer_request(message: service_pb2.ModelInferRequest) -> InferRequest
     # Inputs in shared memory have no raw content: the others take raw_input_contents in
     # order (tritonclient sends them so). Each input is checked in turn, as Triton does, so
     # the first input in error is the one named.
-    raw = message.raw_input_contents
+    if raw is None:
+        raw = message.raw_input_contents
     inputs: list[InputTensor] = []
     seen: set[str] = set()
     index = 0

@@ -37,7 +37,7 @@ from tritium.frontends.http.infer_decode import (
     decode_raw_request,
     parse_header_length,
 )
-from tritium.frontends.http.infer_encode import encode_infer_response
+from tritium.frontends.http.infer_encode import BigJsonOutput, encode_infer_response
 from tritium.frontends.http.messages import (
     CONTENT_BINARY,
     CONTENT_JSON,
@@ -283,7 +283,12 @@ class KServeRoutes:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            chunks, json_length = encode_infer_response(response, prefs, request_id=request_id)
+            chunks, json_length = encode_infer_response(
+                response, prefs, request_id=request_id, on_loop=not compress_here
+            )
+        except BigJsonOutput:
+            # A small request with a huge JSON answer: its text is written on a thread.
+            return off_loop(self._encode, request_id, prefs, accept, done, True)
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:

@@ -14,6 +14,7 @@ allocated, so a hostile shape answers 400 instead of exhausting memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,7 +31,15 @@ from tritium.frontends.http.header_plans import (
     inputs_from,
     plan_from,
 )
-from tritium.frontends.http.json_tensors import decode_json_data
+from tritium.frontends.http.json_slices import (
+    SLICED_JSON_BYTES,
+    SpanReader,
+    SyntaxAt,
+    Unsliceable,
+    find_spans,
+    skeleton,
+)
+from tritium.frontends.http.json_tensors import decode_json_data, decode_json_slices
 
 FLAG_SEQUENCE_START = 1
 FLAG_SEQUENCE_END = 2
@@ -268,6 +277,7 @@ def _decode_inputs(
     body: bytes,
     offset: int,
     binary_sizes: list[int] | None = None,
+    json_data: Callable[..., np.ndarray] = decode_json_data,
 ) -> list[InputTensor]:
     """``binary_sizes`` (optional) collects each binary input's byte size."""
     model = request.model_name
@@ -323,7 +333,7 @@ def _decode_inputs(
             if binary_sizes is not None:
                 binary_sizes.append(SHM_INPUT)
         else:
-            data = decode_json_data(name, model, datatype, shape, count, inp["data"])
+            data = json_data(name, model, datatype, shape, count, inp["data"])
             tensor = InputTensor(name, datatype, shape, data, extra)
         tensors.append(tensor)
     if offset != end:
@@ -402,10 +412,84 @@ def _decode(
     header_length: int,
     binary_sizes: list[int] | None = None,
 ) -> tuple[InferRequest, OutputPrefs]:
+    if header_length >= SLICED_JSON_BYTES:
+        sliced = _decode_sliced(model_name, model_version, body, header_length)
+        if sliced is not None:
+            request, prefs, sizes = sliced
+            if binary_sizes is not None:
+                binary_sizes.extend(sizes)
+            return request, prefs
     try:
         doc = orjson.loads(memoryview(body)[:header_length] if header_length != len(body) else body)
     except orjson.JSONDecodeError as exc:
         raise InvalidArgument(f"failed to parse the request JSON buffer: {exc}") from None
+    return _build(doc, model_name, model_version, body, header_length, binary_sizes)
+
+
+def _decode_sliced(
+    model_name: str, model_version: str, body: bytes, header_length: int
+) -> tuple[InferRequest, OutputPrefs, list[int]] | None:
+    """``_decode`` of a huge JSON header whose data arrays are read a slice at a time
+    (see :mod:`json_slices`); None leaves the body to the plain decoder."""
+    spans = find_spans(body, header_length)
+    if not spans:
+        return None
+    text, marks = skeleton(body, header_length, spans)
+    if len(text) >= SLICED_JSON_BYTES:
+        return None  # big values of other kinds (strings): one parse, as before
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # the plain parser places the error in the whole document
+    # Every placeholder must stand for an input's data, and nothing else.
+    index = {mark: k for k, mark in enumerate(marks)}
+    inputs = doc.get("inputs") if type(doc) is dict else None
+    placed = [
+        inp["data"]
+        for inp in (inputs if type(inputs) is list else ())
+        if type(inp) is dict and type(inp.get("data")) is str and inp["data"] in index
+    ]
+    if sorted(index[mark] for mark in placed) != list(range(len(marks))):
+        return None
+    reader = SpanReader(body, spans)
+
+    def json_data(
+        name: str, model: str, datatype: str, shape: tuple[int, ...], count: int, data: object
+    ) -> np.ndarray:
+        k = index.get(data) if type(data) is str else None
+        if k is None:
+            return decode_json_data(name, model, datatype, shape, count, data)
+        span = spans[k]
+        return decode_json_slices(
+            name, model, datatype, shape, count, reader.values(k), span.end - span.start
+        )
+
+    sizes: list[int] = []
+    try:
+        try:
+            request, prefs = _build(
+                doc, model_name, model_version, body, header_length, sizes, json_data
+            )
+        except InvalidArgument:
+            reader.check_rest()  # a syntax error anywhere is reported first
+            raise
+    except SyntaxAt as exc:
+        message = reader.message(exc)
+        raise InvalidArgument(f"failed to parse the request JSON buffer: {message}") from None
+    except Unsliceable:
+        return None
+    return request, prefs, sizes
+
+
+def _build(
+    doc: object,
+    model_name: str,
+    model_version: str,
+    body: bytes,
+    header_length: int,
+    binary_sizes: list[int] | None = None,
+    json_data: Callable[..., np.ndarray] = decode_json_data,
+) -> tuple[InferRequest, OutputPrefs]:
     if type(doc) is not dict:
         raise _not_member("inputs")
     request = InferRequest(model_name, model_version)
@@ -417,7 +501,9 @@ def _decode(
         _apply_parameters(doc["parameters"], request, prefs)
     if "inputs" not in doc:
         raise _not_member("inputs")
-    request.inputs = _decode_inputs(doc["inputs"], request, body, header_length, binary_sizes)
+    request.inputs = _decode_inputs(
+        doc["inputs"], request, body, header_length, binary_sizes, json_data
+    )
     if "outputs" in doc:
         _apply_outputs(doc["outputs"], request, prefs)
     return request, prefs

@@ -18,11 +18,18 @@ from tritium.core import datatypes
 from tritium.core.errors import InternalError, Unsupported
 from tritium.core.types import InferResponse
 from tritium.frontends.http.infer_decode import BINARY_PREF, JSON_PREF, OutputPrefs
-from tritium.frontends.http.json_tensors import encode_json_data, nonfinite_json
+from tritium.frontends.http.json_tensors import (
+    SLICED_OUTPUT_ELEMENTS,
+    encode_json_data,
+    json_data_chunks,
+    nonfinite_json,
+)
 
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 # Marks where prepared JSON text goes; random so output strings cannot forge it.
 _MARK = secrets.token_hex(8)
+# Outputs written in one piece whatever their size (strings; types JSON refuses).
+_NOT_SLICED = frozenset({"BYTES", "FP16", "BF16"})
 
 
 def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
@@ -47,13 +54,22 @@ def _parameters(params: dict) -> dict:
     return params
 
 
+class BigJsonOutput(Exception):
+    """An output is to be written as JSON text a slice at a time, which the caller
+    asked to do off the event loop (``on_loop=True``)."""
+
+
 def encode_infer_response(
     response: InferResponse,
     prefs: OutputPrefs,
     *,
     request_id: str = "",
+    on_loop: bool = False,
 ) -> tuple[list[bytes | memoryview], int | None]:
-    """Return the body chunks and the JSON header length (None without binary data)."""
+    """Return the body chunks and the JSON header length (None without binary data).
+
+    With ``on_loop``, an output of ``SLICED_OUTPUT_ELEMENTS`` or more to be written as
+    JSON raises :class:`BigJsonOutput` instead (its text is not written on the loop)."""
     rid = response.id or request_id
     by_name = prefs.by_name
     if (prefs.default_binary or by_name) and not response.parameters:
@@ -71,6 +87,7 @@ def encode_infer_response(
     outputs: list[dict] = []
     binaries: list[bytes | memoryview] = []
     floats: list[dict] = []
+    big: list[tuple[str, str, np.ndarray]] = []
     for out in response.outputs:
         pref = by_name.get(out.name, default) if by_name else default
         datatype = out.datatype
@@ -92,6 +109,12 @@ def encode_infer_response(
             entry["parameters"] = {"binary_data_size": size}
             if size:
                 binaries.append(raw)
+        elif count >= SLICED_OUTPUT_ELEMENTS and datatype not in _NOT_SLICED:
+            if on_loop:
+                raise BigJsonOutput
+            # Written a slice at a time once the rest is (see json_data_chunks).
+            entry["data"] = f"\x00{_MARK}-big-{len(big)}\x00"
+            big.append((out.name, datatype, array))
         else:
             entry["data"] = encode_json_data(out.name, datatype, array)
             if datatype == "FP32" or datatype == "FP64":
@@ -101,9 +124,27 @@ def encode_infer_response(
     header = orjson.dumps(doc, option=_DUMPS_OPTIONS)
     if floats and b"null" in header:
         header = _with_nonfinite(doc, floats)
+    if big:
+        pieces = _with_big_data(header, big)
+        length = sum(map(len, pieces))
+        if binaries:
+            return [*pieces, *binaries], length
+        return pieces, None
     if binaries:
         return [header, *binaries], len(header)
     return [header], None
+
+
+def _with_big_data(header: bytes, big: list[tuple[str, str, np.ndarray]]) -> list:
+    """``header``'s chunks with each big output's data text where its marker is."""
+    pieces: list[bytes | memoryview] = []
+    for i, (name, datatype, array) in enumerate(big):
+        marker = f'"\\u0000{_MARK}-big-{i}\\u0000"'.encode()
+        before, _, header = header.partition(marker)
+        pieces.append(before)
+        pieces.extend(json_data_chunks(name, datatype, array))
+    pieces.append(header)
+    return pieces
 
 
 # (id, model, version, ((name, datatype, shape, size), ...)) -> JSON header. Responses of

@@ -51,6 +51,11 @@ _DEFAULT_TIMEOUTS = HttpTimeouts()
 # are parsed whole, keeping their repeated-head fast path; at the densest chunking a
 # slice this size parses in well under 50 ms.
 _FEED_SLICE = 256 * 1024
+# Reads at least this big count as a slice too: the event loop may hand a connection many
+# full reads in one iteration (libuv reads up to 32 times while the socket has data; 1M
+# one-byte chunks held the loop 140 ms that way), so only the first of them is parsed at
+# once and the others wait for the next iterations.
+_FULL_READ = 128 * 1024
 
 
 class _Slot:
@@ -116,6 +121,7 @@ class HttpProtocol(asyncio.Protocol):
         self._swept_at = 0.0
         # the unparsed rest of a big read (see ``_FEED_SLICE``); reading pauses meanwhile
         self._backlog: bytes | None = None
+        self._full_read = False  # a full read was parsed in this loop iteration
 
     # ---------------------------------------------------------------- transport
 
@@ -149,9 +155,12 @@ class HttpProtocol(asyncio.Protocol):
         if self._stop_parsing:
             return
         self._reads += 1
-        if len(data) > _FEED_SLICE or self._backlog is not None:
-            self._feed_later(data)
-            return
+        if len(data) >= _FULL_READ or self._backlog is not None:
+            if self._full_read or self._backlog is not None or len(data) > _FEED_SLICE:
+                self._feed_later(data)
+                return
+            self._full_read = True
+            self._loop.call_soon(self._full_read_done)
         idle = not self._in_message
         head = self._head
         if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
@@ -179,6 +188,9 @@ class HttpProtocol(asyncio.Protocol):
                 self._fail(error_response(400, f"malformed HTTP request: {exc}"))
             return False
         return True
+
+    def _full_read_done(self) -> None:
+        self._full_read = False
 
     def _feed_later(self, data: bytes) -> None:
         """Queue a big read to be parsed a slice per loop iteration, reading paused."""
