@@ -28,26 +28,23 @@ def server():
         yield s
 
 
-def _http(server: ServerProcess, x: int) -> tuple[int, int]:
-    client = httpclient.InferenceServerClient(server.http_url)
-    tensor = httpclient.InferInput("X", [1, 1], "INT32")
+def _infer(module, url: str, x: int) -> tuple[int, int]:
+    client = module.InferenceServerClient(url)
+    tensor = module.InferInput("X", [1, 1], "INT32")
     tensor.set_data_from_numpy(np.array([[x]], np.int32))
     try:
         result = client.infer("async_tasks", [tensor])
         return int(result.as_numpy("Y")[0, 0]), int(result.as_numpy("TICKS")[0, 0])
     finally:
         client.close()
+
+
+def _http(server: ServerProcess, x: int) -> tuple[int, int]:
+    return _infer(httpclient, server.http_url, x)
 
 
 def _grpc(server: ServerProcess, x: int) -> tuple[int, int]:
-    client = grpcclient.InferenceServerClient(server.grpc_url)
-    tensor = grpcclient.InferInput("X", [1, 1], "INT32")
-    tensor.set_data_from_numpy(np.array([[x]], np.int32))
-    try:
-        result = client.infer("async_tasks", [tensor])
-        return int(result.as_numpy("Y")[0, 0]), int(result.as_numpy("TICKS")[0, 0])
-    finally:
-        client.close()
+    return _infer(grpcclient, server.grpc_url, x)
 
 
 @pytest.mark.parametrize("call", [_http, _grpc], ids=["http", "grpc"])
