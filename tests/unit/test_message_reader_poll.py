@@ -81,3 +81,25 @@ def test_a_closed_peer_ends_the_wait_whether_polling_or_sleeping(delay):
             reader.next()
     finally:
         a.close()
+
+
+def test_a_hinted_wait_polls_unless_the_last_one_outlasted_the_hint():
+    a, b = socket.socketpair()
+    reader = MessageReader(a, poll_ns=0)
+    try:
+        b.sendall(encode({"n": 1}))
+        assert reader.next(100_000_000) == {"n": 1}  # a short wait
+        # Hinted: polls (burns CPU) for up to 100 ms, then sleeps until the message at 300 ms.
+        threading.Timer(0.3, lambda: b.sendall(encode({"n": 2}))).start()
+        cpu = _thread_cpu()
+        assert reader.next(100_000_000) == {"n": 2}
+        polled = _thread_cpu() - cpu
+        # That wait outlasted the hint: the next hinted wait sleeps at once.
+        threading.Timer(0.3, lambda: b.sendall(encode({"n": 3}))).start()
+        cpu = _thread_cpu()
+        assert reader.next(100_000_000) == {"n": 3}
+        assert _thread_cpu() - cpu < 0.03
+        assert polled > _thread_cpu() - cpu
+    finally:
+        a.close()
+        b.close()

@@ -67,7 +67,8 @@ class MessageReader:
     for a lone client, the process is still awake when the next one arrives and neither
     side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
     idle process, or one whose messages come far apart, does not poll. ``next(poll_ns)``
-    polls up to that long whatever the last wait was (the sender said more comes soon).
+    (the sender said more comes soon) polls up to that longer budget, unless the last wait
+    outlasted it too: a client that pauses between requests is not polled for every time.
     """
 
     __slots__ = ("_sock", "_decoder", "_ready", "_poll_ns", "_last_wait_ns")
@@ -89,7 +90,10 @@ class MessageReader:
 
     def _wait_polling(self, poll_ns: int) -> None:
         started = time.monotonic_ns()
-        if not poll_ns and self._last_wait_ns < self._poll_ns:
+        last = self._last_wait_ns
+        if poll_ns and last >= poll_ns:
+            poll_ns = 0
+        if not poll_ns and last < self._poll_ns:
             poll_ns = self._poll_ns
         if poll_ns:
             deadline = started + poll_ns
