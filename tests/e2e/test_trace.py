@@ -101,11 +101,17 @@ def by_id(entries: list[dict]) -> dict[int, dict]:
 
 
 def test_trace_file_has_tritons_shape_and_ordered_timestamps(server, trace_dir) -> None:
+    earlier = set(trace_dir.glob("trace.json.*"))
     with httpclient.InferenceServerClient(server.http_url) as client:
         before = client.get_inference_statistics("add_sub")["model_stats"][0]["inference_stats"]
         seconds = infer(server.http_url, "traced-1")
         after = client.get_inference_statistics("add_sub")["model_stats"][0]["inference_stats"]
-    files = sorted(trace_dir.glob("trace.json.*"), key=lambda p: int(p.suffix[1:]))
+    # The trace file is written off the event loop after the response: wait for it.
+    deadline = time.monotonic() + 10.0
+    while not set(trace_dir.glob("trace.json.*")) - earlier and time.monotonic() < deadline:
+        time.sleep(0.02)
+    files = sorted(set(trace_dir.glob("trace.json.*")) - earlier, key=lambda p: int(p.suffix[1:]))
+    assert files, "no trace file was written for the request"
     entries = read_traces(files[-1])
     (trace,) = by_id(entries).values()
     assert entries[0] == {"id": trace["id"], "model_name": "add_sub", "model_version": 1, "request_id": "traced-1"}
