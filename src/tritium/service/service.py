@@ -88,7 +88,10 @@ class Service:
         # Polls the loop while one client request is in flight (off unless given: the
         # server passes its --busy-poll settings).
         self.spinner = spinner if spinner is not None else LoneRequestSpinner(0, 0)
+        # What client requests are counted by: nothing (no cost per request) when off.
+        self._counted: LoneRequestSpinner | None = None
         if self.spinner.enabled:
+            self._counted = self.spinner
             models.lone_request = self.spinner.lone
         models.call_handler = BlsEndpoint(self, ModelCodeControl(self.repository))
         self.server_id = server_id
@@ -202,7 +205,7 @@ class Service:
         A decoupled model needs ``stream`` (else UNSUPPORTED): the request then returns
         a :class:`DecoupledCall` that emits each response as the model sends it.
         """
-        return self._submit(request, stream, self.spinner)
+        return self._submit(request, stream, self._counted)
 
     def submit_step(
         self, request: InferRequest, stream: Emit | None = None

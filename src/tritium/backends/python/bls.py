@@ -233,32 +233,27 @@ class CallClient:
 
     def _poll_one(self, budget_ns: int) -> None:
         """Read and deliver one answer if it arrives within ``budget_ns`` (the caller holds
-        the read lock), yielding the CPU while there is none; errors are left to the
-        blocking read that follows."""
+        the read lock), yielding the CPU while there is none."""
         deadline = time.monotonic_ns() + budget_ns
-        while self._broken is None:
+        while True:
             try:
-                data, fds, _flags, _addr = socket.recv_fds(
-                    self._sock, MAX_RECORD, 1, socket.MSG_DONTWAIT
-                )
+                self._read_one(socket.MSG_DONTWAIT)
+                return
             except BlockingIOError:
                 if time.monotonic_ns() >= deadline:
                     return
                 os.sched_yield()
-                continue
-            except OSError:
-                return
-            if data:
-                self._answer(data, fds)
-            return
 
-    def _read_one(self) -> bool:
+    def _read_one(self, flags: int = 0) -> bool:
         """Read and deliver one answer (the caller holds the read lock); False once the
-        channel is gone."""
+        channel is gone. With ``MSG_DONTWAIT`` in ``flags``, BlockingIOError when none is
+        there yet."""
         if self._broken is not None:
             return False
         try:
-            data, fds, _flags, _addr = socket.recv_fds(self._sock, MAX_RECORD, 1)
+            data, fds, _flags, _addr = socket.recv_fds(self._sock, MAX_RECORD, 1, flags)
+        except BlockingIOError:
+            raise
         except OSError as exc:
             self._fail_all(f"the call channel failed: {exc}")
             return False

@@ -84,7 +84,9 @@ class Worker:
         while True:
             message = self._next(poll_ns)
             if message is None:
-                await self._finalize_awaited()
+                finishing = self._finalize_quietly()
+                if finishing is not None:
+                    await self._bye_after(finishing)
                 return
             reply = self._handle(message)
             if asyncio.iscoroutine(reply):
@@ -179,15 +181,8 @@ class Worker:
                 traceback.print_exc()
         return None
 
-    async def _finalize_awaited(self) -> None:
-        finishing = self._finalize_quietly()
-        if finishing is not None:
-            try:
-                await finishing
-            except Exception:  # noqa: BLE001
-                traceback.print_exc()
-
     async def _bye_after(self, finishing: Any) -> dict:
+        """Await a coroutine ``finalize``, printing what it raises."""
         try:
             await finishing
         except Exception:  # noqa: BLE001

@@ -203,14 +203,7 @@ class GrpcCall:
             if prefix is None:
                 proto.schedule_flush()
                 return
-        self.closed = True
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-        self.conn.send_response(
-            self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
-        )
-        proto.schedule_flush()
+        self._send_final(encoding, prefix, payload)
 
     async def _send_compressed(self, payload: bytes, encoding: str) -> None:
         proto = self.proto
@@ -225,18 +218,18 @@ class GrpcCall:
         self.future = None
         if self.closed:
             return
+        self._send_final(encoding, w.message_prefix(len(data), True), data)
+
+    def _send_final(self, encoding: str | None, prefix: bytes, payload: Any) -> None:
+        """The call's one response message and its OK trailers, and the call is over."""
         self.closed = True
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
         self.conn.send_response(
-            self.stream,
-            w.RESPONSE_HEAD[encoding],
-            w.message_prefix(len(data), True),
-            data,
-            w.TRAILERS_OK,
+            self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
         )
-        proto.schedule_flush()
+        self.proto.schedule_flush()
 
     def _frame(self, payload: bytes, encoding: str | None) -> tuple[bytes | None, bytes]:
         if len(payload) > self.proto.max_message_length:
