@@ -31,6 +31,7 @@ from tritium.frontends.http.header_plans import (
     inputs_from,
     plan_from,
 )
+from tritium.frontends.http.json_plans import JsonPlans, json_plan_from
 from tritium.frontends.http.json_slices import (
     SLICED_JSON_BYTES,
     SpanReader,
@@ -362,6 +363,7 @@ def _tag(request: InferRequest) -> str:
 
 
 _PLANS = HeaderPlans()
+_JSON_PLANS = JsonPlans()
 
 
 def decode_infer_request(
@@ -382,6 +384,14 @@ def decode_infer_request(
                 return request, plan.prefs  # type: ignore[return-value]
             except InvalidArgument:
                 pass  # decode the slow way below for the exact message
+    json_plan = _JSON_PLANS.find(body) if cacheable and header_length == len(body) else None
+    if json_plan is not None:
+        try:
+            request = json_plan.decode(model_name, model_version, body)
+            if request is not None:
+                return request, json_plan.prefs  # type: ignore[return-value]
+        except InvalidArgument:
+            pass  # as above
     sizes: list[int] = []
     request, prefs = _decode(model_name, model_version, body, header_length, sizes)
     if (
@@ -392,7 +402,20 @@ def decode_infer_request(
     ):
         counts = [datatypes.element_count(t.shape) for t in request.inputs]
         _PLANS.put(header, plan_from(request, sizes, counts, prefs))
-    elif not (request.shared_memory or request.parameters or request.flags):
+        return request, prefs
+    if (
+        cacheable
+        and not sizes  # JSON data only
+        and header_length == len(body)
+        and json_plan is None  # a plan whose text differs later on is not replaced
+        and not prefs.wants_classification
+    ):
+        json_plan = json_plan_from(body, request, prefs)
+        if json_plan is not None:
+            _JSON_PLANS.put(json_plan)
+            request.layout_key = json_plan
+            return request, prefs
+    if not (request.shared_memory or request.parameters or request.flags):
         # Everything of the request but its data (see ``InferRequest.layout_key``): a
         # layout found valid once is not checked again.
         outputs = request.outputs
