@@ -78,3 +78,21 @@ def test_turned_off_it_never_polls():
         assert spinner.in_flight == 0
 
     asyncio.run(main())
+
+
+def test_after_a_lone_request_outlasted_the_budget_the_next_one_sleeps_until_answered():
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=5_000_000, linger_ns=0)
+        spinner.begin()
+        await _turns_while(spinner, 5.0)  # polls its 5 ms, then sleeps
+        await asyncio.sleep(0.01)
+        spinner.end()  # answered after ~15 ms: a slow model
+        spinner.begin()
+        assert not spinner.spinning  # no polling for this one
+        await asyncio.sleep(0.001)
+        spinner.end()  # answered within the budget
+        spinner.begin()
+        assert spinner.spinning  # quick answers: polling again
+        spinner.end()
+
+    asyncio.run(main())

@@ -8,7 +8,9 @@ in flight, and for a short while after its answer, this keeps the loop turning (
 sockets with a zero timeout) so the worker's reply and the client's next request find it
 awake. It spins only when nothing else could use the CPU it burns: with two or more requests
 in flight the loop has work of its own and sleeps as before, and an idle server stops
-polling after ``linger_ns``.
+polling after ``linger_ns``. A lone request that outlasted the polling budget (a slow
+model) makes the next one sleep from the start: polling would only burn the budget; the
+answer wakes the loop, and the linger after it still catches the client's next request.
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ LINGER_NS = 150_000
 class LoneRequestSpinner:
     """Counts the requests in flight; polls the loop while there is one (or just was)."""
 
-    __slots__ = ("in_flight", "_until", "_spinning", "_loop", "_busy_ns", "_linger_ns")
+    __slots__ = (
+        "in_flight",
+        "_until",
+        "_spinning",
+        "_loop",
+        "_busy_ns",
+        "_linger_ns",
+        "_began",
+        "_slow",
+    )
 
     def __init__(self, busy_ns: int = BUSY_NS, linger_ns: int = LINGER_NS) -> None:
         self.in_flight = 0
@@ -36,22 +47,37 @@ class LoneRequestSpinner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy_ns = busy_ns
         self._linger_ns = linger_ns
+        self._began = 0  # when the lone request in flight began (0: none, or not alone)
+        self._slow = False  # the last lone request outlasted ``busy_ns``
 
     def begin(self) -> None:
         """A request was accepted."""
         self.in_flight += 1
         if self.in_flight == 1 and self._busy_ns:
-            self._until = now_ns() + self._busy_ns
+            now = now_ns()
+            self._began = now
+            if self._slow:
+                return
+            self._until = now + self._busy_ns
             if not self._spinning:
                 self._start()
+        else:
+            self._began = 0
 
     def end(self, _done: object = None) -> None:
         """A request was answered (usable as a completion callback)."""
         self.in_flight -= 1
-        if self.in_flight == 0 and self._linger_ns:
-            self._until = now_ns() + self._linger_ns
-            if not self._spinning:
-                self._start()
+        if self.in_flight == 0:
+            if not (self._began or self._linger_ns):
+                return
+            now = now_ns()
+            if self._began:
+                self._slow = now - self._began > self._busy_ns
+                self._began = 0
+            if self._linger_ns:
+                self._until = now + self._linger_ns
+                if not self._spinning:
+                    self._start()
 
     @property
     def enabled(self) -> bool:
