@@ -177,10 +177,27 @@ def test_steps_batch_under_concurrency(server, protocol):
     assert ok1 - ok0 == 2 * n
     assert exe1 - exe0 < 2 * n  # ...in fewer executions: batches
     assert max(int(b["batch_size"]) for b in model["batch_stats"]) > 1
-    e_inf0, _, e_ok0, _ = numbers(ens_before)
-    e_inf1, _, e_ok1, _ = numbers(ens_after)
+    e_inf0, e_exe0, e_ok0, ens0 = numbers(ens_before)
+    e_inf1, e_exe1, e_ok1, ens1 = numbers(ens_after)
     assert e_inf1 - e_inf0 == n
     assert e_ok1 - e_ok0 == n
+    # As Triton 2.51 counts an ensemble (tests/compat/test_ensemble_stats.py): one execution
+    # per request whatever its steps' batches, and as compute times the sums of its steps'
+    # (each step counting its batch's times), so here exactly what ens_double counted.
+    assert e_exe1 - e_exe0 == n
+    step0, step1 = numbers(before)[3], model
+    for phase in ("compute_input", "compute_infer", "compute_output"):
+
+        def took(stats, phase=phase):  # noqa: ANN001, ANN202
+            duration = stats["inference_stats"][phase]
+            return int(duration["count"]), int(duration["ns"])
+
+        e_count0, e_ns0 = took(ens0)
+        e_count1, e_ns1 = took(ens1)
+        assert e_count1 - e_count0 == n
+        assert e_ns1 - e_ns0 == took(step1)[1] - took(step0)[1], phase
+    (batch,) = ens1["batch_stats"]
+    assert int(batch["batch_size"]) == 1  # each request's own batch size
 
 
 def test_failing_step_fails_the_request_with_its_message(server, protocol):

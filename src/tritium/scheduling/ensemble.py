@@ -25,6 +25,9 @@ from tritium.core.types import OutputTensor
 from tritium.scheduling.ensemble_plan import EnsemblePlan
 
 SubmitStep = Callable[[InferRequest], Completion]  # Completion[InferResponse]
+# A finished step request's (compute input, infer, output) ns: those of the batch that ran
+# it, as its instance measured them; None when unknown (e.g. a nested ensemble's step).
+StepTiming = Callable[[InferRequest], "tuple[int, int, int] | None"]
 
 
 class ExecutionRecorder(Protocol):
@@ -54,7 +57,9 @@ class _Run:
         "waits",
         "in_flight",
         "left",
-        "compute_ns",
+        "input_ns",
+        "infer_ns",
+        "output_ns",
     )
 
     def __init__(self, request: InferRequest, waiter: Completion, plan: EnsemblePlan) -> None:
@@ -67,7 +72,10 @@ class _Run:
         self.waits = list(plan.waits)
         self.in_flight: dict[int, Completion] = {}
         self.left = len(plan.steps)
-        self.compute_ns = 0  # the steps' time on their instances, summed
+        # The steps' compute times, summed (Triton's ensemble statistics report these).
+        self.input_ns = 0
+        self.infer_ns = 0
+        self.output_ns = 0
 
 
 class EnsembleScheduler:
@@ -76,10 +84,12 @@ class EnsembleScheduler:
         plan: EnsemblePlan,
         submit_step: SubmitStep,
         recorder: ExecutionRecorder | None = None,
+        step_timing: StepTiming | None = None,
     ) -> None:
         self.plan = plan
         self._submit_step = submit_step
         self._recorder = recorder
+        self._step_timing = step_timing
         self._runs: set[_Run] = set()
         self._requests = 0
         self._steps_run = 0
@@ -163,8 +173,12 @@ class EnsembleScheduler:
         if response.error is not None:
             _fail(waiter, response.error)
             return
-        if step_request.dispatch_ns:
-            run.compute_ns += now_ns() - step_request.dispatch_ns
+        if self._step_timing is not None:
+            timing = self._step_timing(step_request)
+            if timing is not None:
+                run.input_ns += timing[0]
+                run.infer_ns += timing[1]
+                run.output_ns += timing[2]
         step = self.plan.steps[index]
         by_name = {o.name: o for o in response.outputs}
         consumers = self.plan.consumers
@@ -205,9 +219,12 @@ class EnsembleScheduler:
             datatype, shape, data = run.tensors[name]
             outputs.append(OutputTensor(name, datatype, shape, data))
         if self._recorder is not None:
-            # One execution per request; its compute time is its steps' (Triton sums the
-            # composing models' compute times into the ensemble's).
-            self._recorder.record_execution(request.batch_size, 1, 0, run.compute_ns, 0)
+            # As Triton 2.51 counts an ensemble: one execution per request, in the batch
+            # statistics of the request's own batch size, and as compute input, infer and
+            # output the sums of its steps' (each step's those of the batch it ran in).
+            self._recorder.record_execution(
+                request.batch_size, 1, run.input_ns, run.infer_ns, run.output_ns
+            )
         response = InferResponse(request.model_name, request.model_version, request.id, outputs)
         # Triton's ensemble responses carry the sequence parameters of their steps.
         response.parameters = {
