@@ -5,7 +5,9 @@ reads exists, so independent branches run side by side; each step is one request
 model, submitted through ``submit_step`` (the service's submit), so that model's own
 scheduler (dynamic batching, instance groups) and statistics apply. Step outputs are the
 arrays the worker replies gave the server: they become the next step's inputs as they are,
-with no trip back through a frontend.
+with no trip back through a frontend. Each step is a :class:`StepRequest`: a large output
+stays in the shared arena its worker wrote it to, and the next step's worker reads it
+there in place when that step is its only reader (see ``tritium.ipc.shared_arenas``).
 
 The first failing step fails the request with that step's message; cancelling the
 request cancels every step in flight and starts no other.
@@ -28,6 +30,29 @@ SubmitStep = Callable[[InferRequest], Completion]  # Completion[InferResponse]
 # A finished step request's (compute input, infer, output) ns: those of the batch that ran
 # it, as its instance measured them; None when unknown (e.g. a nested ensemble's step).
 StepTiming = Callable[[InferRequest], "tuple[int, int, int] | None"]
+
+
+class StepRequest(InferRequest):
+    """A request for one step of an ensemble."""
+
+    __slots__ = ("movable_inputs",)
+    ensemble_step = True
+
+
+def _movable(plan: EnsemblePlan) -> list[frozenset[str]]:
+    """Per step, the model inputs whose tensor no one else reads: made by a step (not a
+    client input), read by this one step input alone, and no ensemble output. The step's
+    worker may read (and, as model code may, write) those in place."""
+    uses: dict[str, int] = {}
+    for step in plan.steps:
+        for _, tensor in step.inputs:
+            uses[tensor] = uses.get(tensor, 0) + 1
+    made = {tensor for step in plan.steps for _, tensor in step.outputs}
+    private = {t for t, n in uses.items() if n == 1 and t in made and t not in plan.outputs}
+    return [
+        frozenset(model_input for model_input, tensor in step.inputs if tensor in private)
+        for step in plan.steps
+    ]
 
 
 class ExecutionRecorder(Protocol):
@@ -90,6 +115,7 @@ class EnsembleScheduler:
         self._submit_step = submit_step
         self._recorder = recorder
         self._step_timing = step_timing
+        self._movable = _movable(plan)
         self._runs: set[_Run] = set()
         self._requests = 0
         self._steps_run = 0
@@ -121,19 +147,23 @@ class EnsembleScheduler:
         request = run.request
         tensors = run.tensors
         inputs = []
+        movable = self._movable[index]
         for model_input, tensor in step.inputs:
             got = tensors.get(tensor)
             if got is None:  # an optional ensemble input the client left out
                 continue
             datatype, shape, data = got
             inputs.append(InputTensor(model_input, datatype, shape, data))
+            if model_input in movable:
+                # Read by this step alone: the run needs it no more.
+                del tensors[tensor]
         # Requests of one layout (the ensemble request's, and the same step input types
         # and shapes) share their step's validation and exec message, as client requests
         # of one layout do.
         layout = request.layout_key
         if layout is not None:
             layout = (self, index, layout, tuple((t.datatype, tuple(t.shape)) for t in inputs))
-        step_request = InferRequest(
+        step_request = StepRequest(
             model_name=step.model_name,
             model_version=step.model_version,
             id=request.id,
@@ -146,6 +176,7 @@ class EnsembleScheduler:
             timeout_us=request.timeout_us,
             layout_key=layout,
         )
+        step_request.movable_inputs = tuple(t.name in movable for t in inputs)
         try:
             done = self._submit_step(step_request)
         except TritiumError as exc:

@@ -23,9 +23,11 @@ from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
+from tritium.ipc.shared_arenas import KEEP_MIN_BYTES, SharedArena, reference
 from tritium.workers.batch_messages import Layout, read_responses, write_batch
 from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.notices import handle_notice
+from tritium.workers.output_pool import OutputPool, OutputPoolStatistics
 from tritium.workers.response_streams import ResponseStreams
 
 log = logging.getLogger("tritium.workers")
@@ -34,6 +36,7 @@ _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
 _FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
+_MAX_MAPPED = 64  # shared arenas (its own and other workers') one worker maps at most
 # Shutdown: a finalize that starts with no time left still gets this long, and a process
 # that outlives its deadline this long after TERM (and again after KILL).
 _MIN_FINALIZE_S = 0.25
@@ -112,6 +115,13 @@ class WorkerProcess:
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
+        # Ensemble steps: this worker's shared output arenas (made at its first step
+        # batch), the one lent to the batch in flight, and every shared arena (its own
+        # and other workers') the worker has mapped, by id.
+        self._pool: OutputPool | None = None
+        self._lent: SharedArena | None = None
+        self._mapped: dict[int, SharedArena] = {}
+        self._referenced = [0, 0]  # inputs sent as references, and their bytes
         self._alive = False
         # What the model's optional is_ready() said last (after init and each execution).
         self.model_ready = True
@@ -254,6 +264,39 @@ class WorkerProcess:
         self._send({"op": "arena", "which": which, "size": size})
         return arena
 
+    def _map(self, arena: SharedArena) -> bool:
+        """Have the worker map ``arena`` (once; False when it maps too many already)."""
+        if arena.id in self._mapped:
+            return True
+        if len(self._mapped) >= _MAX_MAPPED or self._fd_sock is None or arena.fd < 0:
+            return False
+        send_fd(self._fd_sock, arena.fd)
+        self._send({"op": "arena", "which": "shared", "id": arena.id, "size": arena.size})
+        self._mapped[arena.id] = arena
+        arena.readers.add(self)
+        return True
+
+    def forget(self, arena_id: int) -> None:
+        """A shared arena this worker mapped is closing: the worker unmaps it."""
+        if self._mapped.pop(arena_id, None) is not None:
+            self.post({"op": "unmap", "id": arena_id})
+
+    def _new_shared(self, size: int) -> SharedArena | None:
+        arena = SharedArena.create(size)
+        if not self._map(arena):
+            arena.close()
+            return None
+        return arena
+
+    def output_statistics(self) -> OutputPoolStatistics | None:
+        """The shared output arenas' counters (None before the first ensemble step)."""
+        return None if self._pool is None else self._pool.statistics()
+
+    @property
+    def referenced_inputs(self) -> tuple[int, int]:
+        """Inputs this worker read in place from a shared arena, and their bytes."""
+        return self._referenced[0], self._referenced[1]
+
     def _replace_arena(self, which: str, needed: int) -> Arena:
         old = self._in_arena if which == "in" else self._out_arena
         arena = self._new_arena(which, grow_size(needed, _INITIAL_ARENA))
@@ -330,6 +373,14 @@ class WorkerProcess:
                 arena.close()
         self._in_arena = self._out_arena = None
         self._retired.clear()
+        self._lent = None
+        if self._pool is not None:
+            # Other workers that mapped its arenas unmap them; arrays the server still
+            # holds over them stay valid until dropped.
+            self._pool.close()
+        for arena in self._mapped.values():
+            arena.readers.discard(self)
+        self._mapped.clear()
         if self._fd_sock is not None:
             self._fd_sock.close()
             self._fd_sock = None
@@ -351,7 +402,9 @@ class WorkerProcess:
             frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll)
         else:
             frame = None
-            if len(batch) == 1:
+            if batch[0].ensemble_step or (len(batch) > 1 and _has_steps(batch)):
+                frame = self._write_steps(batch, poll)
+            elif len(batch) == 1:
                 frame = self._write_cached(batch[0], poll)
             if frame is None:
                 frame = self._write_batch(batch, poll)
@@ -394,6 +447,36 @@ class WorkerProcess:
             self._layouts[key] = layout
         return frame
 
+    def _write_steps(self, batch: list[InferRequest], poll: bool) -> bytes:
+        """A batch with ensemble steps: inputs that another step's worker left in a shared
+        arena (and only that step reads) travel as references, read in place; and the
+        outputs may stay in a shared arena of this worker's pool, lent to the batch."""
+        refs: list[list[int] | int] = []
+        referenced = 0
+        for request in batch:
+            movable = request.movable_inputs if request.ensemble_step else ()
+            for index, tensor in enumerate(request.inputs):
+                ref: list[int] | int = 0
+                data = tensor.data
+                nbytes = data.nbytes
+                if nbytes >= KEEP_MIN_BYTES and index < len(movable) and movable[index]:
+                    found = reference(data)
+                    if found is not None and self._map(found[0]):
+                        ref = [found[0].id, found[1]]
+                        referenced += nbytes
+                        self._referenced[0] += 1
+                refs.append(ref)
+        self._referenced[1] += referenced
+        pool = self._pool
+        if pool is None:
+            pool = self._pool = OutputPool(self._new_shared)
+        lent = self._lent = pool.offer()
+        keep = 0 if lent is None else lent.id
+        frame, _ = write_batch(
+            batch, self._arena_for_inputs, None, poll, refs if referenced else None, keep
+        )
+        return frame
+
     def _arena_for_inputs(self, size: int) -> Arena:
         arena = self._in_arena
         if arena is None or size > arena.size:
@@ -415,6 +498,9 @@ class WorkerProcess:
     def _on_batch_message(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "need":
+            if message.get("keep"):
+                self._send(self._keep_bigger(int(message["size"])))
+                return
             # Outputs did not fit: give the worker a bigger output arena and let it go on.
             self._replace_arena("out", int(message["size"]))
             self._send({"op": "continue"})
@@ -423,8 +509,10 @@ class WorkerProcess:
         batch, fut = self._batch
         self._batch = None
         if fut.done():
+            self._give_back_lent()
             return
         if op == "error":
+            self._give_back_lent()
             fut.set_exception(error_from_code(message.get("code", "INTERNAL"), message["message"]))
             return
         ready = message.get("ready")
@@ -443,5 +531,38 @@ class WorkerProcess:
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        lent = self._lent
+        if lent is not None:
+            self._lent = None
+            assert self._pool is not None
+            if reply.get("kept") == lent.id:
+                kept = self._pool.keep(lent, reply.get("end", 0))
+                return read_responses(batch, reply, None, self.label, kept)
+            self._pool.give_back(lent)
         out = self._out_arena
         return read_responses(batch, reply, out.buf if out is not None else None, self.label)
+
+    def _keep_bigger(self, needed: int) -> dict[str, Any]:
+        """The worker's outputs do not fit the lent arena: lend a bigger one, or (past the
+        pool's bound) have them written to the output arena as usual."""
+        lent, self._lent = self._lent, None
+        if lent is not None and self._pool is not None:
+            self._lent = self._pool.grow(lent, needed)
+        if self._lent is not None:
+            return {"op": "continue", "keep": self._lent.id}
+        out = self._out_arena
+        if out is None or needed > out.size:
+            self._replace_arena("out", needed)
+        return {"op": "continue"}
+
+    def _give_back_lent(self) -> None:
+        lent, self._lent = self._lent, None
+        if lent is not None and self._pool is not None:
+            self._pool.give_back(lent)
+
+
+def _has_steps(batch: list[InferRequest]) -> bool:
+    for request in batch:
+        if request.ensemble_step:
+            return True
+    return False
