@@ -24,7 +24,7 @@ from tritium.ipc.arena import Arena
 
 #: A batch's outputs stay in a shared arena only from this many bytes on (and an input
 #: travels as a reference from this many bytes on); smaller ones are copied.
-KEEP_MIN_BYTES = 64 << 10
+KEEP_MIN_BYTES = 128 << 10
 
 _ids = itertools.count(1)
 

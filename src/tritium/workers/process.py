@@ -122,6 +122,9 @@ class WorkerProcess:
         self._lent: SharedArena | None = None
         self._mapped: dict[int, SharedArena] = {}
         self._referenced = [0, 0]  # inputs sent as references, and their bytes
+        # A step batch is in flight, and whether the last one's outputs were large.
+        self._step_batch = False
+        self._big_outputs = False
         self._alive = False
         # What the model's optional is_ready() said last (after init and each execution).
         self.model_ready = True
@@ -404,7 +407,7 @@ class WorkerProcess:
             frame = None
             if batch[0].ensemble_step or (len(batch) > 1 and _has_steps(batch)):
                 frame = self._write_steps(batch, poll)
-            elif len(batch) == 1:
+            if frame is None and len(batch) == 1:
                 frame = self._write_cached(batch[0], poll)
             if frame is None:
                 frame = self._write_batch(batch, poll)
@@ -447,25 +450,34 @@ class WorkerProcess:
             self._layouts[key] = layout
         return frame
 
-    def _write_steps(self, batch: list[InferRequest], poll: bool) -> bytes:
+    def _write_steps(self, batch: list[InferRequest], poll: bool) -> bytes | None:
         """A batch with ensemble steps: inputs that another step's worker left in a shared
         arena (and only that step reads) travel as references, read in place; and the
-        outputs may stay in a shared arena of this worker's pool, lent to the batch."""
+        outputs may stay in a shared arena of this worker's pool, lent to the batch. None
+        (the ordinary path) when its inputs are small and so were the last step batch's
+        outputs: there is nothing to gain then."""
         refs: list[list[int] | int] = []
         referenced = 0
+        big = self._big_outputs
         for request in batch:
             movable = request.movable_inputs if request.ensemble_step else ()
             for index, tensor in enumerate(request.inputs):
                 ref: list[int] | int = 0
                 data = tensor.data
                 nbytes = data.nbytes
-                if nbytes >= KEEP_MIN_BYTES and index < len(movable) and movable[index]:
-                    found = reference(data)
-                    if found is not None and self._map(found[0]):
-                        ref = [found[0].id, found[1]]
-                        referenced += nbytes
-                        self._referenced[0] += 1
+                if nbytes >= KEEP_MIN_BYTES:
+                    big = True
+                    if index < len(movable) and movable[index]:
+                        found = reference(data)
+                        if found is not None and self._map(found[0]):
+                            ref = [found[0].id, found[1]]
+                            referenced += nbytes
+                            self._referenced[0] += 1
                 refs.append(ref)
+        # Whether this batch's outputs turn out large decides the next batch's way.
+        self._step_batch = True
+        if not big:
+            return None
         self._referenced[1] += referenced
         pool = self._pool
         if pool is None:
@@ -531,6 +543,9 @@ class WorkerProcess:
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        if self._step_batch:
+            self._step_batch = False
+            self._big_outputs = reply.get("end", 0) >= KEEP_MIN_BYTES
         lent = self._lent
         if lent is not None:
             self._lent = None
