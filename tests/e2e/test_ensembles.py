@@ -38,6 +38,8 @@ def server() -> Iterator[ServerProcess]:
         "--load-model=ens_diamond",
         "--load-model=ens_slow_chain",
         "--load-model=ens_nested",
+        "--load-model=ens_big_chain",
+        "--load-model=bls_call",
     ]
     repos: list[Path] = [PIPELINES]
     if BENCH_MODELS.is_dir():
@@ -119,6 +121,43 @@ def test_ensemble_over_a_grpc_stream(server):
     finally:
         client.stop_stream()
         client.close()
+
+
+# 512 KiB per tensor: past KEEP_MIN_BYTES, so ens_big_chain's steps hand T and U over in
+# shared memory (tests/integration/test_ensemble_shared_tensors.py shows they do).
+BIG = np.arange(1 << 17, dtype=np.float32).reshape(1, 1 << 17)
+
+
+def test_large_tensors_between_steps(server, protocol):
+    for _ in range(3):  # the shared arenas are reused
+        y = _infer(server, protocol, "ens_big_chain", BIG).as_numpy("Y")
+        np.testing.assert_array_equal(y, BIG + 3)
+
+
+def test_large_tensors_between_steps_over_a_grpc_stream(server):
+    answers: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        for v in range(3):
+            inp = grpcclient.InferInput("X", list(BIG.shape), "FP32")
+            inp.set_data_from_numpy(BIG + v)
+            client.async_stream_infer("ens_big_chain", [inp], request_id=f"s{v}")
+        got = {}
+        for _ in range(3):
+            result, error = answers.get(timeout=60)
+            assert error is None, error
+            got[result.get_response().id] = result.as_numpy("Y")
+        for v in range(3):
+            np.testing.assert_array_equal(got[f"s{v}"], BIG + v + 3)
+    finally:
+        client.stop_stream()
+        client.close()
+
+
+def test_bls_call_to_an_ensemble_of_large_tensors(server, protocol):
+    result = _infer(server, protocol, "bls_call", BIG, parameters={"target": "ens_big_chain"})
+    np.testing.assert_array_equal(result.as_numpy("Y"), BIG + 3)
 
 
 def test_requested_output_subset_is_all_that_comes_back(server, protocol):

@@ -68,6 +68,8 @@ def reference(array: np.ndarray) -> tuple[SharedArena, int] | None:
     """(arena, offset) of ``array`` when it is a contiguous view of a live shared arena's
     :func:`block`, else None."""
     base = array.base
+    while isinstance(base, np.ndarray):  # a view of a view (numpy keeps the chain)
+        base = base.base
     arena = getattr(base, "arena", None)
     if type(arena) is not SharedArena or arena.buf is None or not array.flags.c_contiguous:
         return None
