@@ -160,9 +160,13 @@ def test_unloading_while_a_request_is_in_flight_frees_every_arena():
     assert _memfds() == before
 
 
+def _children() -> set[str]:
+    return set(Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split())
+
+
 @pytest.fixture(autouse=True)
 def _no_leftover_workers():
+    before = _children()
     yield
     # Every worker the test started is gone (none is a child of ours any more).
-    children = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split()
-    assert children == []
+    assert _children() - before == set()

@@ -23,12 +23,12 @@ from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import Arena, FrameDecoder, encode, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.shared_arenas import KEEP_MIN_BYTES, SharedArena, reference
 from tritium.workers.batch_messages import Layout, read_responses, write_batch
 from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.notices import handle_notice
-from tritium.workers.output_pool import OutputPool, OutputPoolStatistics
+from tritium.workers.output_pool import OutputPoolStatistics
 from tritium.workers.response_streams import ResponseStreams
+from tritium.workers.step_tensors import StepTensors, has_steps
 
 log = logging.getLogger("tritium.workers")
 
@@ -36,7 +36,6 @@ _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
 _FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
-_MAX_MAPPED = 64  # shared arenas (its own and other workers') one worker maps at most
 # Shutdown: a finalize that starts with no time left still gets this long, and a process
 # that outlives its deadline this long after TERM (and again after KILL).
 _MIN_FINALIZE_S = 0.25
@@ -115,16 +114,8 @@ class WorkerProcess:
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
-        # Ensemble steps: this worker's shared output arenas (made at its first step
-        # batch), the one lent to the batch in flight, and every shared arena (its own
-        # and other workers') the worker has mapped, by id.
-        self._pool: OutputPool | None = None
-        self._lent: SharedArena | None = None
-        self._mapped: dict[int, SharedArena] = {}
-        self._referenced = [0, 0]  # inputs sent as references, and their bytes
-        # A step batch is in flight, and whether the last one's outputs were large.
-        self._step_batch = False
-        self._big_outputs = False
+        # Ensemble steps' large tensors, kept in shared arenas (see ``StepTensors``).
+        self._steps = StepTensors(self._send, self.post, lambda: self._fd_sock, self._grow_out)
         self._alive = False
         # What the model's optional is_ready() said last (after init and each execution).
         self.model_ready = True
@@ -267,38 +258,19 @@ class WorkerProcess:
         self._send({"op": "arena", "which": which, "size": size})
         return arena
 
-    def _map(self, arena: SharedArena) -> bool:
-        """Have the worker map ``arena`` (once; False when it maps too many already)."""
-        if arena.id in self._mapped:
-            return True
-        if len(self._mapped) >= _MAX_MAPPED or self._fd_sock is None or arena.fd < 0:
-            return False
-        send_fd(self._fd_sock, arena.fd)
-        self._send({"op": "arena", "which": "shared", "id": arena.id, "size": arena.size})
-        self._mapped[arena.id] = arena
-        arena.readers.add(self)
-        return True
-
-    def forget(self, arena_id: int) -> None:
-        """A shared arena this worker mapped is closing: the worker unmaps it."""
-        if self._mapped.pop(arena_id, None) is not None:
-            self.post({"op": "unmap", "id": arena_id})
-
-    def _new_shared(self, size: int) -> SharedArena | None:
-        arena = SharedArena.create(size)
-        if not self._map(arena):
-            arena.close()
-            return None
-        return arena
-
     def output_statistics(self) -> OutputPoolStatistics | None:
-        """The shared output arenas' counters (None before the first ensemble step)."""
-        return None if self._pool is None else self._pool.statistics()
+        """The shared output arenas' counters (None before the first large step batch)."""
+        return self._steps.statistics()
 
     @property
     def referenced_inputs(self) -> tuple[int, int]:
         """Inputs this worker read in place from a shared arena, and their bytes."""
-        return self._referenced[0], self._referenced[1]
+        return self._steps.referenced
+
+    def _grow_out(self, needed: int) -> None:
+        out = self._out_arena
+        if out is None or needed > out.size:
+            self._replace_arena("out", needed)
 
     def _replace_arena(self, which: str, needed: int) -> Arena:
         old = self._in_arena if which == "in" else self._out_arena
@@ -376,14 +348,7 @@ class WorkerProcess:
                 arena.close()
         self._in_arena = self._out_arena = None
         self._retired.clear()
-        self._lent = None
-        if self._pool is not None:
-            # Other workers that mapped its arenas unmap them; arrays the server still
-            # holds over them stay valid until dropped.
-            self._pool.close()
-        for arena in self._mapped.values():
-            arena.readers.discard(self)
-        self._mapped.clear()
+        self._steps.close()
         if self._fd_sock is not None:
             self._fd_sock.close()
             self._fd_sock = None
@@ -405,8 +370,8 @@ class WorkerProcess:
             frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll)
         else:
             frame = None
-            if batch[0].ensemble_step or (len(batch) > 1 and _has_steps(batch)):
-                frame = self._write_steps(batch, poll)
+            if batch[0].ensemble_step or (len(batch) > 1 and has_steps(batch)):
+                frame = self._steps.write(batch, poll, self._arena_for_inputs)
             if frame is None and len(batch) == 1:
                 frame = self._write_cached(batch[0], poll)
             if frame is None:
@@ -450,45 +415,6 @@ class WorkerProcess:
             self._layouts[key] = layout
         return frame
 
-    def _write_steps(self, batch: list[InferRequest], poll: bool) -> bytes | None:
-        """A batch with ensemble steps: inputs that another step's worker left in a shared
-        arena (and only that step reads) travel as references, read in place; and the
-        outputs may stay in a shared arena of this worker's pool, lent to the batch. None
-        (the ordinary path) when its inputs are small and so were the last step batch's
-        outputs: there is nothing to gain then."""
-        refs: list[list[int] | int] = []
-        referenced = 0
-        big = self._big_outputs
-        for request in batch:
-            movable = request.movable_inputs if request.ensemble_step else ()
-            for index, tensor in enumerate(request.inputs):
-                ref: list[int] | int = 0
-                data = tensor.data
-                nbytes = data.nbytes
-                if nbytes >= KEEP_MIN_BYTES:
-                    big = True
-                    if index < len(movable) and movable[index]:
-                        found = reference(data)
-                        if found is not None and self._map(found[0]):
-                            ref = [found[0].id, found[1]]
-                            referenced += nbytes
-                            self._referenced[0] += 1
-                refs.append(ref)
-        # Whether this batch's outputs turn out large decides the next batch's way.
-        self._step_batch = True
-        if not big:
-            return None
-        self._referenced[1] += referenced
-        pool = self._pool
-        if pool is None:
-            pool = self._pool = OutputPool(self._new_shared)
-        lent = self._lent = pool.offer()
-        keep = 0 if lent is None else lent.id
-        frame, _ = write_batch(
-            batch, self._arena_for_inputs, None, poll, refs if referenced else None, keep
-        )
-        return frame
-
     def _arena_for_inputs(self, size: int) -> Arena:
         arena = self._in_arena
         if arena is None or size > arena.size:
@@ -511,7 +437,7 @@ class WorkerProcess:
         op = message.get("op")
         if op == "need":
             if message.get("keep"):
-                self._send(self._keep_bigger(int(message["size"])))
+                self._send(self._steps.need(int(message["size"])))
                 return
             # Outputs did not fit: give the worker a bigger output arena and let it go on.
             self._replace_arena("out", int(message["size"]))
@@ -520,12 +446,13 @@ class WorkerProcess:
         assert self._batch is not None
         batch, fut = self._batch
         self._batch = None
-        if fut.done():
-            self._give_back_lent()
-            return
-        if op == "error":
-            self._give_back_lent()
-            fut.set_exception(error_from_code(message.get("code", "INTERNAL"), message["message"]))
+        if fut.done() or op == "error":
+            # No responses to read (a shared arena lent for them goes back to its pool).
+            if self._steps.in_flight:
+                self._steps.failed()
+            if not fut.done():
+                error = error_from_code(message.get("code", "INTERNAL"), message["message"])
+                fut.set_exception(error)
             return
         ready = message.get("ready")
         if ready is not None:
@@ -543,41 +470,10 @@ class WorkerProcess:
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
-        if self._step_batch:
-            self._step_batch = False
-            self._big_outputs = reply.get("end", 0) >= KEEP_MIN_BYTES
-        lent = self._lent
-        if lent is not None:
-            self._lent = None
-            assert self._pool is not None
-            if reply.get("kept") == lent.id:
-                kept = self._pool.keep(lent, reply.get("end", 0))
+        steps = self._steps
+        if steps.in_flight:
+            kept = steps.kept(reply)
+            if kept is not None:
                 return read_responses(batch, reply, None, self.label, kept)
-            self._pool.give_back(lent)
         out = self._out_arena
         return read_responses(batch, reply, out.buf if out is not None else None, self.label)
-
-    def _keep_bigger(self, needed: int) -> dict[str, Any]:
-        """The worker's outputs do not fit the lent arena: lend a bigger one, or (past the
-        pool's bound) have them written to the output arena as usual."""
-        lent, self._lent = self._lent, None
-        if lent is not None and self._pool is not None:
-            self._lent = self._pool.grow(lent, needed)
-        if self._lent is not None:
-            return {"op": "continue", "keep": self._lent.id}
-        out = self._out_arena
-        if out is None or needed > out.size:
-            self._replace_arena("out", needed)
-        return {"op": "continue"}
-
-    def _give_back_lent(self) -> None:
-        lent, self._lent = self._lent, None
-        if lent is not None and self._pool is not None:
-            self._pool.give_back(lent)
-
-
-def _has_steps(batch: list[InferRequest]) -> bool:
-    for request in batch:
-        if request.ensemble_step:
-            return True
-    return False
