@@ -7,12 +7,13 @@ arena, then into the next worker's input arena) and the shared path (a block and
 finalizer, the output a view of it, the next worker's input a reference). Where the
 shared path becomes the cheaper one is ``KEEP_MIN_BYTES`` in ``tritium.ipc.shared_arenas``.
 
-``--ensemble DIR`` runs ``ens_big_chain`` of ``DIR`` (``tests/pipeline_models``-like,
-without its slow step when ``--fast``) in process, back to back, and prints wall time and
-main-process CPU per request:
+``--ensemble DIR`` runs the ensemble ``--model`` (default ``identity_chain`` of the shared
+bench models: input ``INPUT0``, FP32 ``[1, rows]``) of repository ``DIR`` in process, back
+to back, and prints wall time and main-process CPU per request:
 
     nice .venv/bin/python bench/shared_steps.py --crossover
-    nice .venv/bin/python bench/shared_steps.py --ensemble DIR --model NAME --rows 1048576
+    nice .venv/bin/python bench/shared_steps.py \
+        --ensemble ../shared/tools/bench-models/triton --rows 1048576   # 4 MiB per step
 """
 
 from __future__ import annotations
