@@ -38,6 +38,8 @@ def server() -> Iterator[ServerProcess]:
         "--load-model=ens_diamond",
         "--load-model=ens_slow_chain",
         "--load-model=ens_nested",
+        "--load-model=ens_big_chain",
+        "--load-model=bls_call",
     ]
     repos: list[Path] = [PIPELINES]
     if BENCH_MODELS.is_dir():
@@ -121,6 +123,43 @@ def test_ensemble_over_a_grpc_stream(server):
         client.close()
 
 
+# 512 KiB per tensor: past KEEP_MIN_BYTES, so ens_big_chain's steps hand T and U over in
+# shared memory (tests/integration/test_ensemble_shared_tensors.py shows they do).
+BIG = np.arange(1 << 17, dtype=np.float32).reshape(1, 1 << 17)
+
+
+def test_large_tensors_between_steps(server, protocol):
+    for _ in range(3):  # the shared arenas are reused
+        y = _infer(server, protocol, "ens_big_chain", BIG).as_numpy("Y")
+        np.testing.assert_array_equal(y, BIG + 3)
+
+
+def test_large_tensors_between_steps_over_a_grpc_stream(server):
+    answers: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        client.start_stream(callback=lambda result, error: answers.put((result, error)))
+        for v in range(3):
+            inp = grpcclient.InferInput("X", list(BIG.shape), "FP32")
+            inp.set_data_from_numpy(BIG + v)
+            client.async_stream_infer("ens_big_chain", [inp], request_id=f"s{v}")
+        got = {}
+        for _ in range(3):
+            result, error = answers.get(timeout=60)
+            assert error is None, error
+            got[result.get_response().id] = result.as_numpy("Y")
+        for v in range(3):
+            np.testing.assert_array_equal(got[f"s{v}"], BIG + v + 3)
+    finally:
+        client.stop_stream()
+        client.close()
+
+
+def test_bls_call_to_an_ensemble_of_large_tensors(server, protocol):
+    result = _infer(server, protocol, "bls_call", BIG, parameters={"target": "ens_big_chain"})
+    np.testing.assert_array_equal(result.as_numpy("Y"), BIG + 3)
+
+
 def test_requested_output_subset_is_all_that_comes_back(server, protocol):
     x = np.array([[5]], np.float32)
     result = _infer(server, protocol, "ens_two_step", x, outputs=["Y"])
@@ -177,10 +216,27 @@ def test_steps_batch_under_concurrency(server, protocol):
     assert ok1 - ok0 == 2 * n
     assert exe1 - exe0 < 2 * n  # ...in fewer executions: batches
     assert max(int(b["batch_size"]) for b in model["batch_stats"]) > 1
-    e_inf0, _, e_ok0, _ = numbers(ens_before)
-    e_inf1, _, e_ok1, _ = numbers(ens_after)
+    e_inf0, e_exe0, e_ok0, ens0 = numbers(ens_before)
+    e_inf1, e_exe1, e_ok1, ens1 = numbers(ens_after)
     assert e_inf1 - e_inf0 == n
     assert e_ok1 - e_ok0 == n
+    # As Triton 2.51 counts an ensemble (tests/compat/test_ensemble_stats.py): one execution
+    # per request whatever its steps' batches, and as compute times the sums of its steps'
+    # (each step counting its batch's times), so here exactly what ens_double counted.
+    assert e_exe1 - e_exe0 == n
+    step0, step1 = numbers(before)[3], model
+    for phase in ("compute_input", "compute_infer", "compute_output"):
+
+        def took(stats, phase=phase):  # noqa: ANN001, ANN202
+            duration = stats["inference_stats"][phase]
+            return int(duration["count"]), int(duration["ns"])
+
+        e_count0, e_ns0 = took(ens0)
+        e_count1, e_ns1 = took(ens1)
+        assert e_count1 - e_count0 == n
+        assert e_ns1 - e_ns0 == took(step1)[1] - took(step0)[1], phase
+    (batch,) = ens1["batch_stats"]
+    assert int(batch["batch_size"]) == 1  # each request's own batch size
 
 
 def test_failing_step_fails_the_request_with_its_message(server, protocol):

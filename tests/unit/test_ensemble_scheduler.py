@@ -161,3 +161,25 @@ def test_unloading_fails_requests_in_progress():
     scheduler.fail_all(InternalError("unloading"))
     with pytest.raises(InternalError):
         done.result()
+
+
+def test_only_a_tensor_one_step_alone_reads_may_be_read_in_place():
+    """IN (a client input read by two steps) and LEFT (also an ensemble output) must stay
+    as they are; RIGHT is read by the join alone, whose worker may read it in place."""
+    steps = FakeSteps()
+    scheduler = make(steps)
+    x = np.array([1, 2], np.float32)
+    done = scheduler.submit(InferRequest("diamond", "", "r", [InputTensor("IN", "FP32", (2,), x)]))
+    first = [request for request, _ in steps.pending]
+    assert all(r.ensemble_step for r in first)
+    assert [r.movable_inputs for r in first] == [(False,), (False,)]
+    steps.answer()
+    steps.answer()
+    ((join, _),) = steps.pending
+    assert [t.name for t in join.inputs] == ["A", "B"]
+    assert join.movable_inputs == (False, True)
+    steps.answer()
+    outputs = {o.name: o.data for o in done.result().outputs}
+    np.testing.assert_array_equal(outputs["LEFT"], x + 1)
+    np.testing.assert_array_equal(outputs["OUT"], 2 * x + 3)
+    assert not InferRequest("m").ensemble_step  # a client's request

@@ -9,7 +9,7 @@ frontend received, so nothing is copied until it is written into a worker's aren
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -85,6 +85,11 @@ class InferRequest:
     # ``triton_enable_empty_final_response``: a stream marks the end of a decoupled
     # request's responses with an empty response even when the model sent none with it.
     empty_final: bool = False
+    # True for an ensemble's step (a subclass): its worker may read inputs in place from
+    # another worker's shared arena (those flagged in ``movable_inputs``, by position:
+    # read by this step alone) and keep its outputs in one.
+    ensemble_step: ClassVar[bool] = False
+    movable_inputs: ClassVar[tuple[bool, ...]] = ()
 
 
 @dataclass(slots=True)

@@ -5,7 +5,9 @@ reads exists, so independent branches run side by side; each step is one request
 model, submitted through ``submit_step`` (the service's submit), so that model's own
 scheduler (dynamic batching, instance groups) and statistics apply. Step outputs are the
 arrays the worker replies gave the server: they become the next step's inputs as they are,
-with no trip back through a frontend.
+with no trip back through a frontend. Each step is a :class:`StepRequest`: a large output
+stays in the shared arena its worker wrote it to, and the next step's worker reads it
+there in place when that step is its only reader (see ``tritium.ipc.shared_arenas``).
 
 The first failing step fails the request with that step's message; cancelling the
 request cancels every step in flight and starts no other.
@@ -25,6 +27,32 @@ from tritium.core.types import OutputTensor
 from tritium.scheduling.ensemble_plan import EnsemblePlan
 
 SubmitStep = Callable[[InferRequest], Completion]  # Completion[InferResponse]
+# A finished step request's (compute input, infer, output) ns: those of the batch that ran
+# it, as its instance measured them; None when unknown (e.g. a nested ensemble's step).
+StepTiming = Callable[[InferRequest], "tuple[int, int, int] | None"]
+
+
+class StepRequest(InferRequest):
+    """A request for one step of an ensemble."""
+
+    __slots__ = ("movable_inputs",)
+    ensemble_step = True
+
+
+def _movable(plan: EnsemblePlan) -> list[frozenset[str]]:
+    """Per step, the model inputs whose tensor no one else reads: made by a step (not a
+    client input), read by this one step input alone, and no ensemble output. The step's
+    worker may read (and, as model code may, write) those in place."""
+    uses: dict[str, int] = {}
+    for step in plan.steps:
+        for _, tensor in step.inputs:
+            uses[tensor] = uses.get(tensor, 0) + 1
+    made = {tensor for step in plan.steps for _, tensor in step.outputs}
+    private = {t for t, n in uses.items() if n == 1 and t in made and t not in plan.outputs}
+    return [
+        frozenset(model_input for model_input, tensor in step.inputs if tensor in private)
+        for step in plan.steps
+    ]
 
 
 class ExecutionRecorder(Protocol):
@@ -54,7 +82,9 @@ class _Run:
         "waits",
         "in_flight",
         "left",
-        "compute_ns",
+        "input_ns",
+        "infer_ns",
+        "output_ns",
     )
 
     def __init__(self, request: InferRequest, waiter: Completion, plan: EnsemblePlan) -> None:
@@ -67,7 +97,10 @@ class _Run:
         self.waits = list(plan.waits)
         self.in_flight: dict[int, Completion] = {}
         self.left = len(plan.steps)
-        self.compute_ns = 0  # the steps' time on their instances, summed
+        # The steps' compute times, summed (Triton's ensemble statistics report these).
+        self.input_ns = 0
+        self.infer_ns = 0
+        self.output_ns = 0
 
 
 class EnsembleScheduler:
@@ -76,10 +109,13 @@ class EnsembleScheduler:
         plan: EnsemblePlan,
         submit_step: SubmitStep,
         recorder: ExecutionRecorder | None = None,
+        step_timing: StepTiming | None = None,
     ) -> None:
         self.plan = plan
         self._submit_step = submit_step
         self._recorder = recorder
+        self._step_timing = step_timing
+        self._movable = _movable(plan)
         self._runs: set[_Run] = set()
         self._requests = 0
         self._steps_run = 0
@@ -111,19 +147,23 @@ class EnsembleScheduler:
         request = run.request
         tensors = run.tensors
         inputs = []
+        movable = self._movable[index]
         for model_input, tensor in step.inputs:
             got = tensors.get(tensor)
             if got is None:  # an optional ensemble input the client left out
                 continue
             datatype, shape, data = got
             inputs.append(InputTensor(model_input, datatype, shape, data))
+            if model_input in movable:
+                # Read by this step alone: the run needs it no more.
+                del tensors[tensor]
         # Requests of one layout (the ensemble request's, and the same step input types
         # and shapes) share their step's validation and exec message, as client requests
         # of one layout do.
         layout = request.layout_key
         if layout is not None:
             layout = (self, index, layout, tuple((t.datatype, tuple(t.shape)) for t in inputs))
-        step_request = InferRequest(
+        step_request = StepRequest(
             model_name=step.model_name,
             model_version=step.model_version,
             id=request.id,
@@ -136,6 +176,7 @@ class EnsembleScheduler:
             timeout_us=request.timeout_us,
             layout_key=layout,
         )
+        step_request.movable_inputs = tuple(t.name in movable for t in inputs)
         try:
             done = self._submit_step(step_request)
         except TritiumError as exc:
@@ -163,8 +204,12 @@ class EnsembleScheduler:
         if response.error is not None:
             _fail(waiter, response.error)
             return
-        if step_request.dispatch_ns:
-            run.compute_ns += now_ns() - step_request.dispatch_ns
+        if self._step_timing is not None:
+            timing = self._step_timing(step_request)
+            if timing is not None:
+                run.input_ns += timing[0]
+                run.infer_ns += timing[1]
+                run.output_ns += timing[2]
         step = self.plan.steps[index]
         by_name = {o.name: o for o in response.outputs}
         consumers = self.plan.consumers
@@ -205,9 +250,12 @@ class EnsembleScheduler:
             datatype, shape, data = run.tensors[name]
             outputs.append(OutputTensor(name, datatype, shape, data))
         if self._recorder is not None:
-            # One execution per request; its compute time is its steps' (Triton sums the
-            # composing models' compute times into the ensemble's).
-            self._recorder.record_execution(request.batch_size, 1, 0, run.compute_ns, 0)
+            # As Triton 2.51 counts an ensemble: one execution per request, in the batch
+            # statistics of the request's own batch size, and as compute input, infer and
+            # output the sums of its steps' (each step's those of the batch it ran in).
+            self._recorder.record_execution(
+                request.batch_size, 1, run.input_ns, run.infer_ns, run.output_ns
+            )
         response = InferResponse(request.model_name, request.model_version, request.id, outputs)
         # Triton's ensemble responses carry the sequence parameters of their steps.
         response.parameters = {

@@ -57,13 +57,29 @@ class EnsembleVersion:
         self.classifier = OutputClassifier(self.signature.max_batch_size > 0, {})
         self.decoupled = False
         self._manager = manager
-        self.scheduler = EnsembleScheduler(plan, self._submit_step, self.stats)
+        self.scheduler = EnsembleScheduler(plan, self._submit_step, self.stats, self._step_timing)
 
     def _submit_step(self, request: InferRequest) -> Completion:
         submit = self._manager.submit_step
         if submit is None:
             raise Unavailable(f"ensemble '{self.name}' is not attached to a service")
         return submit(request)
+
+    def _step_timing(self, request: InferRequest) -> tuple[int, int, int] | None:
+        """The compute times of the batch that ran step ``request``, read as it completes
+        (its instance's last finished batch is that batch then: completions call back
+        synchronously)."""
+        try:
+            loaded = self._manager.get(request.model_name, request.model_version)
+        except TritiumError:
+            return None
+        dispatched = request.dispatch_ns
+        for instance in loaded.instances:
+            # Requests of one batch share the dispatch time their instance gave them.
+            if dispatched and instance.finished_dispatch_ns == dispatched:
+                input_ns, infer_ns, output_ns = instance.finished_timing
+                return input_ns, infer_ns, output_ns
+        return None
 
     @property
     def ready(self) -> bool:

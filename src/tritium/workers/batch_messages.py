@@ -32,11 +32,17 @@ def write_batch(
     arena_for: Callable[[int], Arena],
     slots: list[int] | None = None,
     poll: bool = False,
+    refs: list[list[int] | int] | None = None,
+    keep: int = 0,
 ) -> tuple[bytes, Layout | None]:
     """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
     with the layout of a single request with fixed-size inputs (for reuse), else None.
     ``slots`` name the requests of a decoupled model (never reused). ``poll`` tells the
-    worker to poll for its next batch after this one (see ``WorkerProcess.submit``)."""
+    worker to poll for its next batch after this one (see ``WorkerProcess.submit``).
+    ``refs`` (one per input of the batch, in order: ``[arena id, offset]`` or ``0``) say
+    which inputs the worker reads in place from a shared arena: those take no room here
+    and are described with 0 bytes (never reused). ``keep`` names the shared arena lent
+    for the outputs (see ``WorkerProcess._write_steps``)."""
     n = len(batch)
     sizes = []
     raws = []
@@ -49,6 +55,13 @@ def write_batch(
             raws.append(raw)
             if raw is not None:
                 fixed = False
+    if refs is not None:
+        fixed = False
+        for k, ref in enumerate(refs):
+            if ref:
+                # Nothing to write: an empty "serialized" form is written as no bytes.
+                sizes[k] = 0
+                raws[k] = b""
     # Cancellation flags: one byte per request at the start of the arena.
     offsets, end = ipc_tensors.layout(sizes, start=n)
     buf = arena_for(end).buf
@@ -86,10 +99,14 @@ def write_batch(
     message: dict[str, Any] = {"op": "exec", "requests": items}
     if slots is not None:
         message["slots"] = slots
+    if refs is not None:
+        message["refs"] = refs
+    if keep:
+        message["keep"] = keep
     if poll:
         message["poll"] = 1
     frame = encode(message)
-    if slots is not None or not (n == 1 and fixed and batch[0].layout_key is not None):
+    if slots is not None or keep or not (n == 1 and fixed and batch[0].layout_key is not None):
         return frame, None
     other = dict(message)
     if poll:
@@ -102,18 +119,22 @@ def write_batch(
 
 
 def read_responses(
-    batch: list[InferRequest], reply: dict, out_buf: Any, label: str
+    batch: list[InferRequest], reply: dict, out_buf: Any, label: str, kept: Any = None
 ) -> list[InferResponse]:
     """One response per request from the reply's items (``0``: the item before again).
 
     The reply's ``end`` bytes of ``out_buf`` are copied out in one piece, so the arena can
-    take the next batch at once; every output is a (writable) view of that copy."""
+    take the next batch at once; every output is a (writable) view of that copy. With
+    ``kept`` (a shared arena's block, where the worker wrote this batch's outputs) they
+    are views of ``kept`` instead: nothing is copied."""
     items = reply["responses"]
     if len(items) != len(batch):
         raise InternalError(f"instance '{label}' returned a malformed reply")
     end = reply.get("end", 0)
-    block: bytes | bytearray = b""
-    if end:
+    block: Any = b""
+    if kept is not None:
+        block = kept
+    elif end:
         block = bytearray(memoryview(out_buf)[:end])
     responses: list[InferResponse] = []
     dtypes = RAW_DTYPES

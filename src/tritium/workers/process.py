@@ -26,7 +26,9 @@ from tritium.ipc import tensors as ipc_tensors
 from tritium.workers.batch_messages import Layout, read_responses, write_batch
 from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.notices import handle_notice
+from tritium.workers.output_pool import OutputPoolStatistics
 from tritium.workers.response_streams import ResponseStreams
+from tritium.workers.step_tensors import StepTensors, has_steps
 
 log = logging.getLogger("tritium.workers")
 
@@ -112,6 +114,8 @@ class WorkerProcess:
         self._in_arena: Arena | None = None
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
+        # Ensemble steps' large tensors, kept in shared arenas (see ``StepTensors``).
+        self._steps = StepTensors(self._send, self.post, lambda: self._fd_sock, self._grow_out)
         self._alive = False
         # What the model's optional is_ready() said last (after init and each execution).
         self.model_ready = True
@@ -254,6 +258,20 @@ class WorkerProcess:
         self._send({"op": "arena", "which": which, "size": size})
         return arena
 
+    def output_statistics(self) -> OutputPoolStatistics | None:
+        """The shared output arenas' counters (None before the first large step batch)."""
+        return self._steps.statistics()
+
+    @property
+    def referenced_inputs(self) -> tuple[int, int]:
+        """Inputs this worker read in place from a shared arena, and their bytes."""
+        return self._steps.referenced
+
+    def _grow_out(self, needed: int) -> None:
+        out = self._out_arena
+        if out is None or needed > out.size:
+            self._replace_arena("out", needed)
+
     def _replace_arena(self, which: str, needed: int) -> Arena:
         old = self._in_arena if which == "in" else self._out_arena
         arena = self._new_arena(which, grow_size(needed, _INITIAL_ARENA))
@@ -330,6 +348,7 @@ class WorkerProcess:
                 arena.close()
         self._in_arena = self._out_arena = None
         self._retired.clear()
+        self._steps.close()
         if self._fd_sock is not None:
             self._fd_sock.close()
             self._fd_sock = None
@@ -351,7 +370,9 @@ class WorkerProcess:
             frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll)
         else:
             frame = None
-            if len(batch) == 1:
+            if batch[0].ensemble_step or (len(batch) > 1 and has_steps(batch)):
+                frame = self._steps.write(batch, poll, self._arena_for_inputs)
+            if frame is None and len(batch) == 1:
                 frame = self._write_cached(batch[0], poll)
             if frame is None:
                 frame = self._write_batch(batch, poll)
@@ -415,6 +436,9 @@ class WorkerProcess:
     def _on_batch_message(self, message: dict[str, Any]) -> None:
         op = message.get("op")
         if op == "need":
+            if message.get("keep"):
+                self._send(self._steps.need(int(message["size"])))
+                return
             # Outputs did not fit: give the worker a bigger output arena and let it go on.
             self._replace_arena("out", int(message["size"]))
             self._send({"op": "continue"})
@@ -422,10 +446,13 @@ class WorkerProcess:
         assert self._batch is not None
         batch, fut = self._batch
         self._batch = None
-        if fut.done():
-            return
-        if op == "error":
-            fut.set_exception(error_from_code(message.get("code", "INTERNAL"), message["message"]))
+        if fut.done() or op == "error":
+            # No responses to read (a shared arena lent for them goes back to its pool).
+            if self._steps.in_flight:
+                self._steps.failed()
+            if not fut.done():
+                error = error_from_code(message.get("code", "INTERNAL"), message["message"])
+                fut.set_exception(error)
             return
         ready = message.get("ready")
         if ready is not None:
@@ -443,5 +470,10 @@ class WorkerProcess:
         fut.set_result(responses)
 
     def _read_responses(self, batch: list[InferRequest], reply: dict) -> list[InferResponse]:
+        steps = self._steps
+        if steps.in_flight:
+            kept = steps.kept(reply)
+            if kept is not None:
+                return read_responses(batch, reply, None, self.label, kept)
         out = self._out_arena
         return read_responses(batch, reply, out.buf if out is not None else None, self.label)

@@ -28,8 +28,14 @@ from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.shared_arenas import KEEP_MIN_BYTES
 
 _new_tensor = object.__new__
+#: A shared arena lent for a batch's outputs: (id, arena).
+Keep = tuple[int, Arena]
+#: Inputs read in place: one ``[arena id, offset]`` or ``0`` per input, and the shared
+#: arenas by id.
+Refs = tuple[list[Any], dict[int, Arena]]
 
 
 def _flag_reader(buf: Any, slot: int) -> Any:
@@ -190,10 +196,18 @@ class ModelHost:
 
     # -- execution ----------------------------------------------------------------------
 
-    def _build_requests(self, items: list[dict[str, Any] | int], arena: Arena) -> list[Any]:
+    def _build_requests(
+        self, items: list[dict[str, Any] | int], arena: Arena, refs: Refs | None = None
+    ) -> list[Any]:
         """pb_utils requests over the arena: one per item (``0``: the item before again),
-        inputs back to back after the batch's cancellation flags."""
+        inputs back to back after the batch's cancellation flags. With ``refs`` (one per
+        input: ``[arena id, offset]`` or ``0``, and the shared arenas by id) an input with a
+        reference is a view of that shared arena instead (and takes no room here)."""
         buf = arena.buf
+        next_ref = None
+        if refs is not None:
+            next_ref = iter(refs[0]).__next__
+            shared = refs[1]
         requests = []
         make_tensor = _new_tensor
         tensor_class = pb_utils.Tensor
@@ -210,6 +224,16 @@ class ModelHost:
                 off = pos
                 pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
                 dtype = dtypes.get(wire)
+                if next_ref is not None:
+                    ref = next_ref()
+                    if ref:
+                        # Another step's output, read where its worker wrote it.
+                        tensor = make_tensor(tensor_class)
+                        tensor._name = name
+                        tensor._array = np.ndarray(shape, dtype, shared[ref[0]].buf, ref[1])
+                        tensor._datatype = wire
+                        inputs.append(tensor)
+                        continue
                 if dtype is None:  # BYTES: decoded into an object array
                     inputs.append(
                         tensor_class._from_buffer(
@@ -241,11 +265,20 @@ class ModelHost:
             )
         return requests
 
-    def execute(self, items: list[dict[str, Any] | int], in_arena: Arena, out_arena: Arena) -> Any:
+    def execute(
+        self,
+        items: list[dict[str, Any] | int],
+        in_arena: Arena,
+        out_arena: Arena,
+        keep: Keep | None = None,
+        refs: Refs | None = None,
+    ) -> Any:
         """The reply to one batch: a dict, or (while the worker serves on the model's
-        loop, for an ``async def execute``) a coroutine that returns it."""
+        loop, for an ``async def execute``) a coroutine that returns it. ``keep`` (id,
+        arena) is a shared arena lent for outputs of at least ``KEEP_MIN_BYTES``; ``refs``
+        see :meth:`_build_requests`."""
         t0 = time.monotonic_ns()
-        requests = self._build_requests(items, in_arena)
+        requests = self._build_requests(items, in_arena, refs)
         n = len(requests)
         t1 = time.monotonic_ns()
         try:
@@ -253,20 +286,26 @@ class ModelHost:
             if type(result) is not list and asyncio.iscoroutine(result):
                 if self.coroutines.serving:
                     # The worker awaits it (see ``CoroutineRunner.serve``).
-                    return self._awaited(result, requests, t0, t1, out_arena)
+                    return self._awaited(result, requests, t0, t1, out_arena, keep)
                 result = self.coroutines.run(result)  # awaited, as Triton does
         except Exception as exc:
             return self._failed(exc, n, t0, t1)
-        return self._finish(result, requests, t0, t1, out_arena)
+        return self._finish(result, requests, t0, t1, out_arena, keep)
 
     async def _awaited(
-        self, coro: Any, requests: list[Any], t0: int, t1: int, out_arena: Arena
+        self,
+        coro: Any,
+        requests: list[Any],
+        t0: int,
+        t1: int,
+        out_arena: Arena,
+        keep: Keep | None = None,
     ) -> dict:
         try:
             result = await coro
         except Exception as exc:
             return self._failed(exc, len(requests), t0, t1)
-        return self._finish(result, requests, t0, t1, out_arena)
+        return self._finish(result, requests, t0, t1, out_arena, keep)
 
     def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> dict:
         log_exception()
@@ -279,10 +318,27 @@ class ModelHost:
         reply["t"] = [t1 - t0, t2 - t1, 0]
         return reply
 
-    def _finish(self, result: Any, requests: list[Any], t0: int, t1: int, out_arena: Arena) -> dict:
+    def _finish(
+        self,
+        result: Any,
+        requests: list[Any],
+        t0: int,
+        t1: int,
+        out_arena: Arena,
+        keep: Keep | None = None,
+    ) -> dict:
         t2 = time.monotonic_ns()
         replies, placed, end = self._collect(result, requests)
         self._timing = [t1 - t0, t2 - t1, t2]
+        if keep is not None and end >= KEEP_MIN_BYTES:
+            # Large outputs of an ensemble step stay in the shared arena lent for them.
+            keep_id, keep_arena = keep
+            if end > keep_arena.size:
+                self._pending_replies = replies
+                self._pending = placed
+                self._pending_end = end
+                return {"op": "need", "size": end, "keep": keep_id}
+            return self.write_pending_to(replies, placed, keep_arena, end, keep_id)
         if end > out_arena.size:
             # Outputs do not fit: the server sends a bigger arena, then "continue".
             self._pending_replies = replies
@@ -413,11 +469,21 @@ class ModelHost:
             placed.extend(outputs)
         return replies, placed, pos
 
-    def write_pending(self, arena: Arena) -> dict:
+    def write_pending(self, arena: Arena, keep_id: int = 0) -> dict:
+        """Write the outputs that did not fit, into ``arena`` (the shared arena
+        ``keep_id`` when given)."""
         replies, pending = self._pending_replies, self._pending
         self._pending_replies = self._pending = None
         assert replies is not None and pending is not None
-        return self._write(replies, pending, arena, self._pending_end)
+        return self.write_pending_to(replies, pending, arena, self._pending_end, keep_id)
+
+    def write_pending_to(
+        self, replies: list[dict], placed: list[Any], arena: Arena, end: int, keep_id: int
+    ) -> dict:
+        reply = self._write(replies, placed, arena, end)
+        if keep_id:
+            reply["kept"] = keep_id
+        return reply
 
     def _write(self, replies: list[dict], placed: list[Any], arena: Arena, end: int) -> dict:
         """Write the outputs (back to back from the arena's start, as ``_collect`` placed

@@ -45,6 +45,8 @@ class Worker:
         self.ctl = ctl
         self.fds = fds
         self.arenas: dict[str, Arena] = {}
+        # Shared arenas (an ensemble step's outputs, this worker's or another's), by id.
+        self.shared: dict[int, Arena] = {}
         self.host: ModelHost | None = None
         self.reader = MessageReader(ctl, poll_us * 1000)
         # After a batch the server marked "poll" (one client's request was all it had in
@@ -109,6 +111,10 @@ class Worker:
             op = message.get("op")
             if op == "arena":
                 self._take_arena(message)
+            elif op == "unmap":
+                arena = self.shared.pop(message["id"], None)
+                if arena is not None:
+                    arena.close()
             elif op in ONE_WAY:
                 ONE_WAY[op](message)
             else:
@@ -128,8 +134,12 @@ class Worker:
 
     def _take_arena(self, message: dict) -> None:
         fd = recv_fd(self.fds)
-        old = self.arenas.get(message["which"])
-        self.arenas[message["which"]] = Arena(fd, int(message["size"]))
+        which = message["which"]
+        if which == "shared":
+            self.shared[message["id"]] = Arena(fd, int(message["size"]))
+            return
+        old = self.arenas.get(which)
+        self.arenas[which] = Arena(fd, int(message["size"]))
         if old is not None:
             old.close()
 
@@ -144,6 +154,18 @@ class Worker:
                     self.arenas["flags"],
                     self.responses,
                 )
+            elif "keep" in message or "refs" in message:
+                # An ensemble step's batch (see ``tritium.ipc.shared_arenas``).
+                shared = self.shared
+                keep = message.get("keep")
+                refs = message.get("refs")
+                reply = self.host.execute(
+                    message["requests"],
+                    self.arenas["in"],
+                    self.arenas["out"],
+                    None if keep is None else (keep, shared[keep]),
+                    None if refs is None else (refs, shared),
+                )
             else:
                 reply = self.host.execute(
                     message["requests"], self.arenas["in"], self.arenas["out"]
@@ -153,6 +175,9 @@ class Worker:
             return reply
         if op == "continue":
             assert self.host is not None
+            keep = message.get("keep")
+            if keep is not None:
+                return self.host.write_pending(self.shared[keep], keep)
             return self.host.write_pending(self.arenas["out"])
         if op == "load":
             self.host = ModelHost(message)
