@@ -18,15 +18,16 @@ from tritium.ipc.arena import align
 Descriptor = list  # [name, datatype, shape, nbytes]
 
 
-def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | None]:
-    """Bytes needed to store ``array``; BYTES are serialized here (returned for reuse)."""
+def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | memoryview | None]:
+    """Bytes needed to store ``array``; BYTES are serialized here (returned for reuse),
+    unless they are still :class:`~tritium.core.datatypes.PackedBytes` (their own form)."""
     if datatype == "BYTES":
-        raw = datatypes.serialize_bytes(array)
+        raw = datatypes.wire_bytes(array)
         return len(raw), raw
     return array.nbytes, None
 
 
-def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> int:
+def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | memoryview | None) -> int:
     """Write one tensor at ``offset``; returns its byte count."""
     if raw is not None:
         n = len(raw)
@@ -69,8 +70,11 @@ def view(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: i
 def copy_out(
     buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int
 ) -> np.ndarray:
-    """Like :func:`view` but owning its memory, so the arena can be reused at once."""
+    """Like :func:`view` but owning its memory, so the arena can be reused at once.
+
+    ``buf`` is a copy of the arena here: BYTES stay in their serialized form over it
+    (:class:`~tritium.core.datatypes.PackedBytes`), decoded only if something asks."""
     if datatype == "BYTES":
-        return view(buf, datatype, shape, offset, nbytes)
+        return datatypes.PackedBytes(memoryview(buf)[offset : offset + nbytes], tuple(shape))
     dtype = datatypes.raw_dtype(datatype)
     return np.frombuffer(buf[offset : offset + nbytes], dtype=dtype).reshape(shape)

@@ -42,10 +42,12 @@ def _varint(value: int) -> bytes:
 def _raw_view(datatype: str, array: np.ndarray) -> tuple[int, Any]:
     """(byte size, bytes-like) of one output's raw content, without a copy when the
     array already has the wire layout."""
-    if datatype != "BYTES":
-        dtype = datatypes.raw_dtype(datatype)
-        if array.dtype == dtype and array.flags.c_contiguous:
-            return array.nbytes, array.data.cast("B") if array.ndim else array.tobytes()
+    if datatype == "BYTES":
+        wire = datatypes.wire_bytes(array)
+        return len(wire), wire
+    dtype = datatypes.raw_dtype(datatype)
+    if array.dtype == dtype and array.flags.c_contiguous:
+        return array.nbytes, array.data.cast("B") if array.ndim else array.tobytes()
     data = raw_output_bytes(datatype, array)
     return len(data), data
 
