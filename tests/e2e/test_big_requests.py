@@ -323,3 +323,27 @@ def test_millions_of_bytes_elements_do_not_stall_other_clients(server) -> None:
     during = [latency for t, latency in samples if start <= t <= end + 0.2]
     assert len(during) > 10, "the probe was not answered while the request ran"
     assert max(during) < max(0.2, 3 * quiet), f"worst {max(during):.3f} s, quiet {quiet:.3f} s"
+
+
+def test_big_grpc_inputs_and_answers_travel_in_slices_and_parts() -> None:
+    """4 MiB in (written into the worker's arena a slice per loop iteration) and 4 MiB
+    out (framed from the output memory, never joined), twice: the second request reuses
+    the first one's layout, which has a write path of its own."""
+    import tritonclient.grpc as grpcclient
+
+    count = 1 << 20
+    first = np.arange(count, dtype=np.float32).reshape(1, count)
+    second = first[:, ::-1].copy()
+    with ServerProcess([EXAMPLES], grpc=True) as running:
+        client = grpcclient.InferenceServerClient(running.grpc_url)
+        try:
+            got = [
+                client.infer("identity", [_small_grpc_input(grpcclient, values)]).as_numpy(
+                    "OUTPUT0"
+                )
+                for values in (first, second)
+            ]
+        finally:
+            client.close()
+    assert np.array_equal(got[0], first)
+    assert np.array_equal(got[1], second)

@@ -32,11 +32,14 @@ def write_batch(
     arena_for: Callable[[int], Arena],
     slots: list[int] | None = None,
     poll: bool = False,
+    sliced: ipc_tensors.SlicedWrites | None = None,
 ) -> tuple[bytes, Layout | None]:
     """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
     with the layout of a single request with fixed-size inputs (for reuse), else None.
     ``slots`` name the requests of a decoupled model (never reused). ``poll`` tells the
-    worker to poll for its next batch after this one (see ``WorkerProcess.submit``)."""
+    worker to poll for its next batch after this one (see ``WorkerProcess.submit``).
+    Inputs of ``SLICED_WRITE_BYTES`` or more go to ``sliced``, when given, to be written
+    by the caller before it sends the message."""
     n = len(batch)
     sizes = []
     raws = []
@@ -54,6 +57,7 @@ def write_batch(
     buf = arena_for(end).buf
     buf[0:n] = bytes(n)
     write = ipc_tensors.write
+    big = ipc_tensors.SLICED_WRITE_BYTES
     items: list[dict[str, Any] | int] = []
     k = 0
     last_key = None
@@ -61,7 +65,10 @@ def write_batch(
     for request in batch:
         start = k
         for tensor in request.inputs:
-            write(buf, offsets[k], tensor.data, raws[k])
+            if sliced is not None and sizes[k] >= big:
+                sliced.add(offsets[k], tensor.data, raws[k])
+            else:
+                write(buf, offsets[k], tensor.data, raws[k])
             k += 1
         key = request.layout_key
         these = sizes[start:k]
