@@ -373,9 +373,15 @@ class WorkerProcess:
     def _write_slices(self, frame: bytes, done: Completion[list[InferResponse]]) -> None:
         """Write the batch's big inputs a slice per loop iteration, then send ``frame``;
         given up when the batch ends first (the worker stopped or died)."""
+        current = self._batch
         sliced = self._sliced
+        if current is None or current[1] is not done or done.done():
+            # Ended first. Its writes are dropped, unless a newer batch owns them now.
+            if current is None:
+                sliced.clear()
+            return
         arena = self._in_arena
-        if done.done() or arena is None or arena.buf is None or self._transport is None:
+        if arena is None or arena.buf is None or self._transport is None:
             sliced.clear()
             return
         if sliced.step(arena.buf):
