@@ -353,9 +353,7 @@ class WorkerProcess:
         if sliced.items:  # left by a batch whose writing failed
             sliced.clear()
         if streams is not None:
-            frame, _ = write_batch(
-                batch, self._arena_for_inputs, streams.open(batch), poll, sliced
-            )
+            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll, sliced)
         else:
             frame = None
             if len(batch) == 1:
