@@ -80,11 +80,10 @@ def encode_infer_response_split(
 ) -> bytes | SplitMessage:
     """:func:`encode_infer_response_bytes`, but a response with :data:`SPLIT_BYTES` or
     more of raw contents is returned in its parts, not joined."""
-    parts = _response_parts(response, request_id)
+    parts, raw = _response_parts(response, request_id)
     if type(parts) is bytes:
         return parts
-    message = SplitMessage(parts)
-    return message if message.size >= SPLIT_BYTES else message.joined()
+    return SplitMessage(parts) if raw >= SPLIT_BYTES else b"".join(parts)
 
 
 def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -> bytes:
@@ -93,22 +92,22 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     descriptions are serialised once per distinct (model, version, output names, types,
     shapes) and reused; the id and the raw contents are spliced in. Responses with
     parameters are serialised through protobuf."""
-    parts = _response_parts(response, request_id)
+    parts, _ = _response_parts(response, request_id)
     return parts if type(parts) is bytes else b"".join(parts)
 
 
-def _response_parts(response: InferResponse, request_id: str) -> bytes | list[Any]:
+def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | list[Any], int]:
     """The serialised response as its parts in order, or whole bytes when protobuf
-    serialised it (responses with parameters)."""
+    serialised it (responses with parameters); and the bytes of its raw contents."""
     outputs = response.outputs
     if len(outputs) == 1:  # the usual case, keyed without a tuple per output
         out = outputs[0]
         if response.parameters or out.parameters:
-            return encode_infer_response(response, request_id).SerializeToString()
+            return encode_infer_response(response, request_id).SerializeToString(), 0
         key: tuple = (response.model_name, response.model_version, out.name, out.datatype, out.shape)
     else:
         if response.parameters or any(out.parameters for out in outputs):
-            return encode_infer_response(response, request_id).SerializeToString()
+            return encode_infer_response(response, request_id).SerializeToString(), 0
         key = (
             response.model_name,
             response.model_version,
@@ -134,6 +133,7 @@ def _response_parts(response: InferResponse, request_id: str) -> bytes | list[An
         parts: list[Any] = [skeleton[0], _ID_TAG + _varint(len(encoded)), encoded, skeleton[1]]
     else:
         parts = list(skeleton)
+    raw = 0
     for out in outputs:
         if out.shared_memory:
             parts.append(b"\x32\x00")
@@ -141,7 +141,8 @@ def _response_parts(response: InferResponse, request_id: str) -> bytes | list[An
         size, data = _raw_view(out.datatype, out.data)
         parts.append(_RAW_OUTPUT_TAG + _varint(size))
         parts.append(data)
-    return parts
+        raw += size
+    return parts, raw
 
 
 #: ``ModelInferResponse`` fields holding only ``triton_final_response`` = key, appended to
