@@ -261,3 +261,89 @@ def test_a_small_request_with_a_huge_json_answer(server) -> None:
     output = orjson.loads(answer)["outputs"][0]
     assert output["shape"] == [1, count]
     assert np.array_equal(np.array(output["data"], np.float32), values)
+
+
+def test_millions_of_bytes_elements_do_not_stall_other_clients(server) -> None:
+    """4M empty BYTES elements with the binary extension (16 MB) and their 4M upper-cased
+    elements back: decoding them into objects and serializing them again for the worker
+    (and once more for the answer) held the event loop ~0.2-0.4 s each way; they now
+    stay in their length-prefixed form from the body to the arena and from the arena to
+    the answer."""
+    count = 4_000_000
+    raw = b"\0\0\0\0" * count
+    header = orjson.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "TEXT",
+                    "datatype": "BYTES",
+                    "shape": [count],
+                    "parameters": {"binary_data_size": len(raw)},
+                }
+            ],
+            "outputs": [
+                {"name": "UPPER", "parameters": {"binary_data": True}},
+                {"name": "LENGTH", "parameters": {"binary_data": True}},
+            ],
+        }
+    )
+    stop = threading.Event()
+    samples: list[tuple[float, float]] = []
+    probe = threading.Thread(target=_probe, args=(server.port, stop, samples), daemon=True)
+    probe.start()
+    try:
+        time.sleep(1.0)
+        quiet = max(latency for _, latency in samples)
+        start = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
+        try:
+            conn.request(
+                "POST",
+                "/v2/models/string_upper/infer",
+                body=header + raw,
+                headers={"Inference-Header-Content-Length": str(len(header))},
+            )
+            reply = conn.getresponse()
+            answer = reply.read()
+        finally:
+            conn.close()
+        end = time.monotonic()
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        probe.join(10)
+    assert reply.status == 200, answer[:300]
+    header_length = int(reply.getheader("Inference-Header-Content-Length"))
+    doc = orjson.loads(answer[:header_length])
+    sizes = {o["name"]: o["parameters"]["binary_data_size"] for o in doc["outputs"]}
+    assert [o["name"] for o in doc["outputs"]] == ["UPPER", "LENGTH"]
+    assert answer[header_length : header_length + sizes["UPPER"]] == raw
+    lengths = np.frombuffer(answer[header_length + sizes["UPPER"] :], np.int32)
+    assert lengths.shape == (count,) and not lengths.any()
+    during = [latency for t, latency in samples if start <= t <= end + 0.2]
+    assert len(during) > 10, "the probe was not answered while the request ran"
+    assert max(during) < max(0.2, 3 * quiet), f"worst {max(during):.3f} s, quiet {quiet:.3f} s"
+
+
+def test_big_grpc_inputs_and_answers_travel_in_slices_and_parts() -> None:
+    """4 MiB in (written into the worker's arena a slice per loop iteration) and 4 MiB
+    out (framed from the output memory, never joined), twice: the second request reuses
+    the first one's layout, which has a write path of its own."""
+    import tritonclient.grpc as grpcclient
+
+    count = 1 << 20
+    first = np.arange(count, dtype=np.float32).reshape(1, count)
+    second = first[:, ::-1].copy()
+    with ServerProcess([EXAMPLES], grpc=True) as running:
+        client = grpcclient.InferenceServerClient(running.grpc_url)
+        try:
+            got = [
+                client.infer("identity", [_small_grpc_input(grpcclient, values)]).as_numpy(
+                    "OUTPUT0"
+                )
+                for values in (first, second)
+            ]
+        finally:
+            client.close()
+    assert np.array_equal(got[0], first)
+    assert np.array_equal(got[1], second)

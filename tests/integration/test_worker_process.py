@@ -182,3 +182,46 @@ def test_outputs_outlive_the_next_batch(worker):
     (response,) = loop.run_until_complete(run())
     np.testing.assert_array_equal(response.outputs[0].data, np.full(4, 2, np.float32))
     response.outputs[0].data[0] = 7  # owned by the response: writable, the arena untouched
+
+
+def test_big_inputs_are_written_a_slice_per_loop_turn(worker):
+    # 3 MiB per input: written 2 MiB per loop iteration, the exec message sent after the
+    # last slice; the second request reuses the layout and its write path.
+    loop, process = worker
+    key = object()
+    n = 3 << 18
+
+    async def run():
+        results = []
+        for i in range(2):
+            a = np.arange(n, dtype=np.float32) + i
+            b = np.full(n, 2, np.float32)
+            done = process.submit([_request(key, a, b)])
+            left = sum(len(src) for _, src in process._sliced.items)
+            (response,) = await done
+            out = {t.name: t.data for t in response.outputs}
+            results.append((left, out["OUTPUT0"], a + b, out["OUTPUT1"], a - b))
+        return results
+
+    for left, got0, want0, got1, want1 in loop.run_until_complete(run()):
+        assert left == 2 * n * 4  # both inputs go through the slices, not written at once
+        np.testing.assert_array_equal(got0, want0)
+        np.testing.assert_array_equal(got1, want1)
+
+
+def test_a_stop_while_big_inputs_are_written_fails_the_batch(worker):
+    loop, process = worker
+    n = 3 << 18
+    a = np.ones(n, np.float32)
+
+    async def run():
+        done = process.submit([_request(None, a, a)])
+        await asyncio.sleep(0)
+        await process.stop(5)
+        for _ in range(5):  # the remaining slices find the batch ended
+            await asyncio.sleep(0)
+        return done
+
+    done = loop.run_until_complete(run())
+    assert done.done() and done.exception() is not None
+    assert not process._sliced.items  # nothing held once no batch is in flight

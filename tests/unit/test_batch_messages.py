@@ -7,9 +7,10 @@ import orjson
 import pytest
 
 from tritium.core import InferRequest, InputTensor, RequestedOutput
-from tritium.core.datatypes import serialize_bytes
+from tritium.core.datatypes import pack_bytes, serialize_bytes
 from tritium.core.errors import InternalError
 from tritium.ipc.arena import align
+from tritium.ipc.tensors import SLICED_WRITE_BYTES, SlicedWrites
 from tritium.workers.batch_messages import read_responses, write_batch
 
 
@@ -110,3 +111,40 @@ def test_outputs_beyond_the_reply_end_are_a_malformed_reply():
         read_responses(batch, _reply(items, 16), bytearray(64), "m_0")
     with pytest.raises(InternalError, match="malformed reply"):
         read_responses(batch[:1], _reply(items, 80), bytearray(128), "m_0")
+
+
+def test_big_inputs_are_left_to_sliced_writes_and_land_where_described():
+    big = np.arange(SLICED_WRITE_BYTES // 4 + 3, dtype=np.float32)  # just over the line
+    small = np.arange(5, dtype=np.float32)
+    swapped = np.arange(SLICED_WRITE_BYTES // 8, dtype=">f8")  # not in the wire's order
+    packed = pack_bytes(b"\0\0\0\0" * (SLICED_WRITE_BYTES // 4), SLICED_WRITE_BYTES // 4, (-1,))
+    r = request(object(), small, big)
+    r.inputs.append(InputTensor("W", "FP64", swapped.shape, swapped))
+    r.inputs.append(InputTensor("S", "BYTES", packed.shape, packed))
+    arena = Arena(4 << 20)
+    sliced = SlicedWrites()
+    frame, _ = write_batch([r], arena, sliced=sliced)
+    assert [src.nbytes for _, src in sliced.items] == [big.nbytes, swapped.nbytes, len(packed.raw)]
+    pos = align(1)
+    assert np.array_equal(np.frombuffer(arena.buf, np.float32, 5, pos), small)  # written now
+    big_at = align(pos + small.nbytes)
+    assert not np.frombuffer(arena.buf, np.float32, big.size, big_at).any()  # not yet
+    steps = 1
+    while not sliced.step(arena.buf, budget=300_000):
+        steps += 1
+    assert steps == -(-(big.nbytes + swapped.nbytes + len(packed.raw)) // 300_000)
+    assert np.array_equal(np.frombuffer(arena.buf, np.float32, big.size, big_at), big)
+    swapped_at = align(big_at + big.nbytes)
+    got = np.frombuffer(arena.buf, "<f8", swapped.size, swapped_at)
+    assert np.array_equal(got, swapped)
+    bytes_at = align(swapped_at + swapped.nbytes)
+    assert bytes(arena.buf[bytes_at : bytes_at + len(packed.raw)]) == packed.raw
+    sizes = [d[3] for d in decode(frame)["requests"][0]["inputs"]]
+    assert sizes == [small.nbytes, big.nbytes, swapped.nbytes, len(packed.raw)]
+
+
+def test_without_sliced_writes_everything_is_written_at_once():
+    big = np.arange(SLICED_WRITE_BYTES // 4 + 3, dtype=np.float32)
+    arena = Arena(4 << 20)
+    write_batch([request(object(), big)], arena)
+    assert np.array_equal(np.frombuffer(arena.buf, np.float32, big.size, align(1)), big)

@@ -11,10 +11,11 @@ import tracemalloc
 
 import numpy as np
 
-from tritium.core.datatypes import deserialize_bytes, serialize_bytes
+from tritium.core.datatypes import deserialize_bytes, pack_bytes, serialize_bytes
 from tritium.frontends.grpc.native import frames as f
 from tritium.frontends.grpc.native.connection import H2Connection
 from tritium.frontends.grpc.native.server import MAX_HEADER_BLOCK
+from tritium.ipc import tensors as ipc_tensors
 
 ELEMENTS = 1_000_000
 
@@ -35,6 +36,18 @@ def test_empty_bytes_elements_cost_at_most_a_slot_each():
     # Was ~250 B per element (a bytes object, a memoryview and a list slot each).
     assert peak / ELEMENTS <= 12, f"{peak / ELEMENTS:.1f} bytes per element"
     assert serialize_bytes(array) == wire
+
+
+def test_binary_bytes_inputs_reach_the_arena_without_a_python_object_each():
+    # What the frontends keep of a binary BYTES input, and what the arena writer then
+    # asks of it: the wire's own bytes, checked once (~1 byte per element, for numpy's
+    # comparison of the length prefixes), never decoded nor serialized again.
+    wire = b"\0\0\0\0" * ELEMENTS
+    packed, peak = _peak(pack_bytes, wire, ELEMENTS, (ELEMENTS,), "TEXT", "m")
+    assert peak / ELEMENTS <= 2, f"{peak / ELEMENTS:.1f} bytes per element"
+    (size, raw), peak = _peak(ipc_tensors.encoded_size, "BYTES", packed)
+    assert raw is wire and size == len(wire)
+    assert peak < 4096, f"{peak} bytes to size the arena write"
 
 
 def test_small_bytes_elements_cost_tens_of_bytes():

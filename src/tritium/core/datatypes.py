@@ -1,19 +1,42 @@
 """Triton data types: wire names ("FP32"), config names ("TYPE_FP32") and numpy dtypes.
 
-BYTES tensors are numpy object arrays of ``bytes``; on the wire and in shared memory they
-use Triton's serialization (each element a 4-byte little-endian length then its bytes).
+BYTES tensors are numpy object arrays of ``bytes``, or :class:`PackedBytes` while they are
+still in Triton's serialization (each element a 4-byte little-endian length then its bytes),
+the form they have on the wire and in shared memory (see :mod:`tritium.core.packed_bytes`).
 BF16 has no numpy type; it travels as raw 2-byte words (``uint16`` storage).
 """
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from tritium.core.errors import InvalidArgument
+from tritium.core.packed_bytes import (
+    PackedBytes,
+    deserialize_bytes,
+    pack_bytes,
+    serialize_bytes,
+    wire_bytes,
+)
 
-_U32 = struct.Struct("<I")
+__all__ = [
+    "RAW_DTYPES",
+    "WIRE_TYPES",
+    "PackedBytes",
+    "config_to_wire",
+    "deserialize_bytes",
+    "element_count",
+    "element_size",
+    "is_valid",
+    "numpy_dtype",
+    "pack_bytes",
+    "raw_dtype",
+    "serialize_bytes",
+    "tensor_from_bytes",
+    "wire_bytes",
+    "wire_from_numpy",
+    "wire_to_config",
+]
 
 # wire name -> (numpy dtype, element byte size; 0 = variable)
 _TABLE: dict[str, tuple[np.dtype, int]] = {
@@ -94,113 +117,6 @@ def element_count(shape: tuple[int, ...] | list[int]) -> int:
     return n
 
 
-# BYTES tensors of at least this many elements (or four times as many bytes) are split and
-# joined by numpy when every element has one length; below it numpy's set-up costs more
-# than the plain loop it saves.
-_NUMPY_BYTES_MIN = 256
-
-
-def serialize_bytes(array: np.ndarray) -> bytes:
-    """Triton's BYTES serialization: 4-byte LE length then data, row-major order."""
-    items = array.reshape(-1).tolist()
-    if len(items) >= _NUMPY_BYTES_MIN and set(map(type, items)) == {bytes}:
-        lengths = list(map(len, items))
-        first = lengths[0]
-        if lengths.count(first) == len(lengths):
-            # One length for all (empty ones included): laid out by numpy, no loop.
-            if first == 0:
-                return b"\0\0\0\0" * len(items)
-            records = np.empty(len(items), dtype=[("n", "<u4"), ("s", f"V{first}")])
-            records["n"] = first
-            records["s"] = items
-            return records.tobytes()
-        pack = _U32.pack
-        return b"".join([pack(n) + item for n, item in zip(lengths, items)])
-    pack = _U32.pack
-    parts: list[bytes] = []
-    for item in items:
-        if isinstance(item, str):
-            item = item.encode("utf-8")
-        elif not isinstance(item, (bytes, bytearray, memoryview)):
-            item = str(item).encode("utf-8")
-        parts.append(pack(len(item)))
-        parts.append(bytes(item))
-    return b"".join(parts)
-
-
-def deserialize_bytes(
-    buffer: bytes | memoryview, count: int | None = None, name: str = "", model: str = ""
-) -> np.ndarray:
-    """Inverse of :func:`serialize_bytes`: a flat object array of ``bytes``.
-
-    Raises InvalidArgument, with Triton's texts naming input ``name`` of ``model``, when the
-    buffer is truncated or (with ``count``) holds a different number of elements.
-    Elements that all have one length (empty ones included) are split by numpy without a
-    Python loop; each element then costs its ``bytes`` object and one array slot.
-    """
-    view = memoryview(buffer).cast("B")
-    if len(view) >= _NUMPY_BYTES_MIN * 4:
-        uniform = _uniform_elements(view, count)
-        if uniform is not None:
-            return uniform
-    total = len(view)
-    data = view.tobytes() if type(buffer) is not bytes else buffer
-    items: list[bytes] = []
-    append = items.append
-    offset = 0
-    unpack = _U32.unpack_from
-    while offset < total:
-        if total - offset < 4:
-            raise InvalidArgument(
-                f"incomplete string length indicator for inference input '{name}' for model "
-                f"'{model}', expecting 4 bytes but only {total - offset} bytes available. "
-                "Please make sure the string length indicator is in one buffer."
-            )
-        (length,) = unpack(data, offset)
-        offset += 4
-        if length > total - offset:
-            raise InvalidArgument(
-                f"incomplete string data for inference input '{name}', expecting string of "
-                f"length {length} but only {total - offset} bytes available"
-            )
-        append(data[offset : offset + length])
-        offset += length
-    if count is not None and len(items) != count:
-        if len(items) > count:
-            raise InvalidArgument(
-                f"unexpected number of string elements {len(items)} for inference input "
-                f"'{name}' for model '{model}', expecting {count}"
-            )
-        raise InvalidArgument(
-            f"expected {count} string elements for inference input '{name}' for model "
-            f"'{model}', got {len(items)}"
-        )
-    out = np.empty(len(items), dtype=np.object_)
-    out[:] = items
-    return out
-
-
-def _uniform_elements(view: memoryview, count: int | None) -> np.ndarray | None:
-    """The elements of ``view`` when all have the same length, else None."""
-    total = len(view)
-    if total < 4:
-        return None
-    (length,) = _U32.unpack_from(view, 0)
-    stride = 4 + length
-    if count is None:
-        if total % stride:
-            return None
-        count = total // stride
-    elif count <= 1 or count * stride != total:
-        return None
-    records = np.frombuffer(view, dtype=np.dtype([("n", "<u4"), ("s", f"V{length}")]))
-    if not (records["n"] == length).all():
-        return None
-    if length == 0:
-        return np.full(count, b"", dtype=np.object_)
-    return records["s"].astype(np.object_)
-
-
 def tensor_from_bytes(
     name: str,
     model: str,
@@ -210,9 +126,10 @@ def tensor_from_bytes(
     buffer: bytes | memoryview,
 ) -> np.ndarray:
     """Input ``name`` of ``model`` from its raw bytes: a numpy view (no copy) for fixed-size
-    types once the size matches ``count`` elements, decoded elements for BYTES."""
+    types once the size matches ``count`` elements; for BYTES, a :class:`PackedBytes` over
+    the buffer once its length prefixes hold exactly ``count`` elements."""
     if datatype == "BYTES":
-        return deserialize_bytes(buffer, count, name, model).reshape(shape)
+        return pack_bytes(buffer, count, shape, name, model)
     size = len(buffer)
     expected = count * element_size(datatype)
     if size != expected:

@@ -3,7 +3,9 @@
 Both frontends decode into these and encode from them; the service, the schedulers and
 the worker channel never see HTTP or gRPC. Tensor data is a numpy array (object array of
 ``bytes`` for BYTES, ``uint16`` storage for BF16), normally a view over the bytes the
-frontend received, so nothing is copied until it is written into a worker's arena.
+frontend received, so nothing is copied until it is written into a worker's arena. BYTES
+that arrived serialized (binary data, raw contents, shared memory, a worker's outputs) stay
+so as a :class:`~tritium.core.datatypes.PackedBytes`, which answers like an object array.
 """
 
 from __future__ import annotations

@@ -17,16 +17,24 @@ from tritium.ipc.arena import align
 
 Descriptor = list  # [name, datatype, shape, nbytes]
 
+#: Tensors at least this big are written into an arena a slice at a time between event
+#: loop iterations (:class:`SlicedWrites`): one 64 MiB copy would hold every other client
+#: for tens of milliseconds.
+SLICED_WRITE_BYTES = 512 * 1024
+#: Bytes written per slice: about a millisecond of copying.
+WRITE_SLICE = 2 * 1024 * 1024
 
-def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | None]:
-    """Bytes needed to store ``array``; BYTES are serialized here (returned for reuse)."""
+
+def encoded_size(datatype: str, array: np.ndarray) -> tuple[int, bytes | memoryview | None]:
+    """Bytes needed to store ``array``; BYTES are serialized here (returned for reuse),
+    unless they are still :class:`~tritium.core.datatypes.PackedBytes` (their own form)."""
     if datatype == "BYTES":
-        raw = datatypes.serialize_bytes(array)
+        raw = datatypes.wire_bytes(array)
         return len(raw), raw
     return array.nbytes, None
 
 
-def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> int:
+def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | memoryview | None) -> int:
     """Write one tensor at ``offset``; returns its byte count."""
     if raw is not None:
         n = len(raw)
@@ -44,6 +52,53 @@ def write(buf: mmap.mmap, offset: int, array: np.ndarray, raw: bytes | None) -> 
         )
         np.copyto(dst, array, casting="equiv")
     return n
+
+
+def source_bytes(array: np.ndarray, raw: bytes | memoryview | None) -> memoryview:
+    """The bytes :func:`write` would write for ``array`` (``raw`` for BYTES), as a view."""
+    if raw is not None:
+        return memoryview(raw).cast("B")
+    if array.flags.c_contiguous and array.dtype.byteorder != ">":
+        return array.data.cast("B")
+    little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    return memoryview(little).cast("B")
+
+
+class SlicedWrites:
+    """Big tensor writes into one arena, done ``WRITE_SLICE`` bytes per :meth:`step`.
+
+    The writer adds ``(offset, tensor)``; the owner of the arena calls :meth:`step` once
+    per event-loop iteration until it answers True, then tells the worker."""
+
+    __slots__ = ("items", "_index", "_pos")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[int, memoryview]] = []
+        self._index = 0
+        self._pos = 0
+
+    def add(self, offset: int, array: np.ndarray, raw: bytes | memoryview | None) -> None:
+        self.items.append((offset, source_bytes(array, raw)))
+
+    def clear(self) -> None:
+        self.items.clear()
+        self._index = self._pos = 0
+
+    def step(self, buf: mmap.mmap, budget: int = WRITE_SLICE) -> bool:
+        """Write up to ``budget`` more bytes; True once everything is written."""
+        items = self.items
+        while budget > 0 and self._index < len(items):
+            offset, src = items[self._index]
+            pos = self._pos
+            n = min(budget, len(src) - pos)
+            buf[offset + pos : offset + pos + n] = src[pos : pos + n]
+            budget -= n
+            pos += n
+            if pos == len(src):
+                self._index += 1
+                pos = 0
+            self._pos = pos
+        return self._index >= len(items)
 
 
 def layout(sizes: list[int], start: int = 0) -> tuple[list[int], int]:
@@ -69,8 +124,11 @@ def view(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: i
 def copy_out(
     buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int
 ) -> np.ndarray:
-    """Like :func:`view` but owning its memory, so the arena can be reused at once."""
+    """Like :func:`view` but owning its memory, so the arena can be reused at once.
+
+    ``buf`` is a copy of the arena here: BYTES stay in their serialized form over it
+    (:class:`~tritium.core.datatypes.PackedBytes`), decoded only if something asks."""
     if datatype == "BYTES":
-        return view(buf, datatype, shape, offset, nbytes)
+        return datatypes.PackedBytes(memoryview(buf)[offset : offset + nbytes], tuple(shape))
     dtype = datatypes.raw_dtype(datatype)
     return np.frombuffer(buf[offset : offset + nbytes], dtype=dtype).reshape(shape)

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tritium.core.datatypes import element_count, raw_dtype, serialize_bytes, tensor_from_bytes
+from tritium.core.datatypes import element_count, raw_dtype, tensor_from_bytes, wire_bytes
 from tritium.core.errors import AlreadyExists, InternalError, InvalidArgument, NotFound
 from tritium.core.types import InferRequest, InferResponse
 from tritium.service.shm_mapping import Mapping
@@ -382,7 +382,7 @@ def attach_request(registry: SharedMemoryRegistry, request: InferRequest) -> Req
     """Read ``request``'s shared-memory inputs and check its shared-memory outputs.
 
     Fixed-size inputs become read-only numpy views over the region (no copy); BYTES
-    inputs are decoded from their length-prefixed elements. The regions stay leased
+    inputs are checked and kept in their length-prefixed form over it (no copy either). The regions stay leased
     until the returned object's ``lease`` is released.
     """
     used = RequestRegions(registry.lease())
@@ -435,7 +435,7 @@ def write_outputs(response: InferResponse, used: RequestRegions) -> None:
         if target is None:
             continue
         if out.datatype == "BYTES":
-            raw: bytes | memoryview = serialize_bytes(np.asarray(out.data, dtype=np.object_))
+            raw: bytes | memoryview = wire_bytes(out.data)
         else:
             array = np.ascontiguousarray(out.data, dtype=raw_dtype(out.datatype))
             raw = memoryview(array.reshape(-1)).cast("B") if array.size else b""

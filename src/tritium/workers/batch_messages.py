@@ -34,6 +34,7 @@ def write_batch(
     poll: bool = False,
     refs: list[list[int] | int] | None = None,
     keep: int = 0,
+    sliced: ipc_tensors.SlicedWrites | None = None,
 ) -> tuple[bytes, Layout | None]:
     """Write the inputs (into ``arena_for(bytes needed)``) and return the exec message,
     with the layout of a single request with fixed-size inputs (for reuse), else None.
@@ -42,7 +43,9 @@ def write_batch(
     ``refs`` (one per input of the batch, in order: ``[arena id, offset]`` or ``0``) say
     which inputs the worker reads in place from a shared arena: those take no room here
     and are described with 0 bytes (never reused). ``keep`` names the shared arena lent
-    for the outputs (see ``WorkerProcess._write_steps``)."""
+    for the outputs (see ``WorkerProcess._write_steps``). Inputs of ``SLICED_WRITE_BYTES``
+    or more go to ``sliced``, when given, to be written by the caller before it sends the
+    message."""
     n = len(batch)
     sizes = []
     raws = []
@@ -67,6 +70,7 @@ def write_batch(
     buf = arena_for(end).buf
     buf[0:n] = bytes(n)
     write = ipc_tensors.write
+    big = ipc_tensors.SLICED_WRITE_BYTES
     items: list[dict[str, Any] | int] = []
     k = 0
     last_key = None
@@ -74,7 +78,10 @@ def write_batch(
     for request in batch:
         start = k
         for tensor in request.inputs:
-            write(buf, offsets[k], tensor.data, raws[k])
+            if sliced is not None and sizes[k] >= big:
+                sliced.add(offsets[k], tensor.data, raws[k])
+            else:
+                write(buf, offsets[k], tensor.data, raws[k])
             k += 1
         key = request.layout_key
         these = sizes[start:k]

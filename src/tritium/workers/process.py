@@ -112,6 +112,8 @@ class WorkerProcess:
         # every request of the same layout.
         self._layouts: dict[object, Layout] = {}
         self._in_arena: Arena | None = None
+        # Big inputs of the batch being started, written a slice per loop iteration.
+        self._sliced = ipc_tensors.SlicedWrites()
         self._out_arena: Arena | None = None
         self._retired: list[Arena] = []
         # Ensemble steps' large tensors, kept in shared arenas (see ``StepTensors``).
@@ -366,8 +368,13 @@ class WorkerProcess:
             raise InternalError(f"instance '{self.label}' is busy")
         poll = self._lone is not None and self._lone()
         streams = self.streams
+        sliced = self._sliced
+        if sliced.items:  # left by a batch whose writing failed
+            sliced.clear()
         if streams is not None:
-            frame, _ = write_batch(batch, self._arena_for_inputs, streams.open(batch), poll)
+            frame, _ = write_batch(
+                batch, self._arena_for_inputs, streams.open(batch), poll, sliced=sliced
+            )
         else:
             frame = None
             if batch[0].ensemble_step or (len(batch) > 1 and has_steps(batch)):
@@ -378,8 +385,31 @@ class WorkerProcess:
                 frame = self._write_batch(batch, poll)
         done: Completion[list[InferResponse]] = Completion()
         self._batch = (batch, done)
-        self._transport.write(frame)
+        if sliced.items:
+            self._write_slices(frame, done)
+        else:
+            self._transport.write(frame)
         return done
+
+    def _write_slices(self, frame: bytes, done: Completion[list[InferResponse]]) -> None:
+        """Write the batch's big inputs a slice per loop iteration, then send ``frame``;
+        given up when the batch ends first (the worker stopped or died)."""
+        current = self._batch
+        sliced = self._sliced
+        if current is None or current[1] is not done or done.done():
+            # Ended first. Its writes are dropped, unless a newer batch owns them now.
+            if current is None:
+                sliced.clear()
+            return
+        arena = self._in_arena
+        if arena is None or arena.buf is None or self._transport is None:
+            sliced.clear()
+            return
+        if sliced.step(arena.buf):
+            sliced.clear()
+            self._transport.write(frame)
+            return
+        asyncio.get_running_loop().call_soon(self._write_slices, frame, done)
 
     def _write_cached(self, request: InferRequest, poll: bool) -> bytes | None:
         """For a request whose layout was seen before (same ``layout_key``: names, types,
@@ -402,12 +432,16 @@ class WorkerProcess:
         buf = arena.buf
         buf[0] = 0
         write = ipc_tensors.write
-        for tensor, off in zip(inputs, offsets):
-            write(buf, off, tensor.data, None)
+        big = ipc_tensors.SLICED_WRITE_BYTES
+        for tensor, off, size in zip(inputs, offsets, sizes):
+            if size >= big:
+                self._sliced.add(off, tensor.data, None)
+            else:
+                write(buf, off, tensor.data, None)
         return frames[poll]
 
     def _write_batch(self, batch: list[InferRequest], poll: bool) -> bytes:
-        frame, layout = write_batch(batch, self._arena_for_inputs, None, poll)
+        frame, layout = write_batch(batch, self._arena_for_inputs, None, poll, sliced=self._sliced)
         key = batch[0].layout_key
         if layout is not None and key is not None:
             if len(self._layouts) >= _LAYOUT_CACHE:

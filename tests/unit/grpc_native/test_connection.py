@@ -335,3 +335,39 @@ def test_hpack_cache_follows_the_dynamic_table():
     pair.raw(f.headers_frames(11, indexed, True, 16_384))
     assert first == ("x-id", "b")
     assert pair.handler.calls[-1].headers[-1] == ("x-other", "zzz")
+
+
+def test_a_response_in_parts_is_framed_where_it_lies():
+    # A big infer answer is never joined: its parts (views of the output memory) are
+    # framed within the windows and handed to the transport as they are.
+    pair = Pair(client_settings={f.SETTINGS_INITIAL_WINDOW_SIZE: 2**31 - 1})
+    pair.client.increment_flow_control_window(2**30)
+    pair.client.send_headers(1, REQUEST, end_stream=True)
+    pair.pump()
+    stream = pair.handler.calls[0].stream
+    body = bytearray(range(256)) * 4096  # 1 MiB
+    parts = [b"\0\0\x10\0\0", memoryview(body)[:300_000], memoryview(body)[300_000:]]
+    pair.server.send_response_parts(
+        stream, b"\x88", parts, f.header_block([(b"grpc-status", b"0")])
+    )
+    assert pair.server.out_big
+    out = pair.server.take_output()
+    assert not pair.server.out and not pair.server.out_big
+    views = [part for part in out if isinstance(part, memoryview) and part.obj is body]
+    assert sum(map(len, views)) == len(body)  # all of it, not copied
+    events = pair.client.receive_data(b"".join(out))
+    received = b"".join(e.data for e in _of(events, h2.events.DataReceived))
+    assert received == bytes(parts[0]) + body
+    assert _of(events, h2.events.TrailersReceived) and _of(events, h2.events.StreamEnded)
+
+
+def test_small_responses_are_still_joined_into_one_write():
+    pair = Pair()
+    pair.client.send_headers(1, REQUEST, end_stream=True)
+    pair.pump()
+    stream = pair.handler.calls[0].stream
+    pair.server.send_response_parts(
+        stream, b"\x88", [b"\0\0\0\0\3", b"abc"], f.header_block([(b"grpc-status", b"0")])
+    )
+    assert not pair.server.out_big
+    assert type(pair.server.data_to_send()) is bytes

@@ -14,7 +14,9 @@ from tritium.frontends.grpc import infer_plans
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans, scan
 from tritium.frontends.grpc.infer_response_bytes import (
+    SplitMessage,
     encode_infer_response_bytes,
+    encode_infer_response_split,
     stream_response_bytes,
 )
 
@@ -198,3 +200,21 @@ def test_serialised_responses_equal_protobuf_serialisation(request_id):
         infer_response=encode_infer_response(response, request_id)
     )
     assert stream_response_bytes(expected) == reply.SerializeToString()
+
+
+def test_big_responses_are_kept_in_parts_over_the_output_memory():
+    big = np.arange(256 * 1024, dtype=np.float32)  # 1 MiB
+    small = np.arange(4, dtype=np.float32)
+    response = InferResponse(
+        "m",
+        "1",
+        "id7",
+        [OutputTensor("A", "FP32", small.shape, small), OutputTensor("B", "FP32", big.shape, big)],
+    )
+    split = encode_infer_response_split(response)
+    assert type(split) is SplitMessage
+    assert split.joined() == encode_infer_response_bytes(response)
+    assert len(split) == len(split.joined())
+    assert any(isinstance(p, memoryview) and p.obj is big for p in split.parts)  # no copy
+    response.outputs = response.outputs[:1]
+    assert encode_infer_response_split(response) == encode_infer_response_bytes(response)

@@ -22,7 +22,9 @@ from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infe
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.infer_response_bytes import (
     FINAL_RESPONSE_FIELD,
+    SplitMessage,
     encode_infer_response_bytes,
+    encode_infer_response_split,
     stream_response_bytes,
 )
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
@@ -81,17 +83,18 @@ def begin_infer(
     return future, lambda response: _finish_infer(request_id, response)
 
 
-def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes:
+def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes | SplitMessage:
     if response.error is not None:
         raise response.error
-    return encode_infer_response_bytes(response, request_id)
+    return encode_infer_response_split(response, request_id)
 
 
 def begin_infer_bytes(
     service: Service, plans: RequestPlans, data: bytes | memoryview
 ) -> tuple[Completion, Finish]:
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
-    response. Malformed bytes raise protobuf's ``DecodeError``."""
+    response (a :class:`SplitMessage` when big). Malformed bytes raise protobuf's
+    ``DecodeError``."""
     request = plans.decode(data)
     return _submit_unary(service, request), partial(_finish_infer_bytes, request.id)
 

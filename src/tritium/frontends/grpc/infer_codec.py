@@ -330,7 +330,7 @@ def _requested_output(
 def raw_output_bytes(datatype: str, array: np.ndarray) -> bytes:
     """One output's ``raw_output_contents`` entry (BYTES length-prefixed)."""
     if datatype == "BYTES":
-        return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
+        return bytes(datatypes.wire_bytes(array))
     return np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).tobytes()
 
 

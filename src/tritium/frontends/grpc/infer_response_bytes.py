@@ -42,12 +42,48 @@ def _varint(value: int) -> bytes:
 def _raw_view(datatype: str, array: np.ndarray) -> tuple[int, Any]:
     """(byte size, bytes-like) of one output's raw content, without a copy when the
     array already has the wire layout."""
-    if datatype != "BYTES":
-        dtype = datatypes.raw_dtype(datatype)
-        if array.dtype == dtype and array.flags.c_contiguous:
-            return array.nbytes, array.data.cast("B") if array.ndim else array.tobytes()
+    if datatype == "BYTES":
+        wire = datatypes.wire_bytes(array)
+        return len(wire), wire
+    dtype = datatypes.raw_dtype(datatype)
+    if array.dtype == dtype and array.flags.c_contiguous:
+        return array.nbytes, array.data.cast("B") if array.ndim else array.tobytes()
     data = raw_output_bytes(datatype, array)
     return len(data), data
+
+
+#: Responses with at least this many bytes of raw contents are kept in parts (see
+#: :class:`SplitMessage`) by :func:`encode_infer_response_split`.
+SPLIT_BYTES = 512 * 1024
+
+
+class SplitMessage:
+    """A serialised message left in its parts, in order: a big response whose raw
+    contents are views of its outputs' memory. Joining 64 MiB takes tens of milliseconds
+    that every other client would wait; the HTTP/2 sender frames each part as it is."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[Any]) -> None:
+        self.parts = parts
+        self.size = sum(map(len, parts))
+
+    def __len__(self) -> int:
+        return self.size
+
+    def joined(self) -> bytes:
+        return b"".join(self.parts)
+
+
+def encode_infer_response_split(
+    response: InferResponse, request_id: str = ""
+) -> bytes | SplitMessage:
+    """:func:`encode_infer_response_bytes`, but a response with :data:`SPLIT_BYTES` or
+    more of raw contents is returned in its parts, not joined."""
+    parts, raw = _response_parts(response, request_id)
+    if type(parts) is bytes:
+        return parts
+    return SplitMessage(parts) if raw >= SPLIT_BYTES else b"".join(parts)
 
 
 def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -> bytes:
@@ -56,15 +92,22 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     descriptions are serialised once per distinct (model, version, output names, types,
     shapes) and reused; the id and the raw contents are spliced in. Responses with
     parameters are serialised through protobuf."""
+    parts, _ = _response_parts(response, request_id)
+    return parts if type(parts) is bytes else b"".join(parts)
+
+
+def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | list[Any], int]:
+    """The serialised response as its parts in order, or whole bytes when protobuf
+    serialised it (responses with parameters); and the bytes of its raw contents."""
     outputs = response.outputs
     if len(outputs) == 1:  # the usual case, keyed without a tuple per output
         out = outputs[0]
         if response.parameters or out.parameters:
-            return encode_infer_response(response, request_id).SerializeToString()
+            return encode_infer_response(response, request_id).SerializeToString(), 0
         key: tuple = (response.model_name, response.model_version, out.name, out.datatype, out.shape)
     else:
         if response.parameters or any(out.parameters for out in outputs):
-            return encode_infer_response(response, request_id).SerializeToString()
+            return encode_infer_response(response, request_id).SerializeToString(), 0
         key = (
             response.model_name,
             response.model_version,
@@ -90,6 +133,7 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
         parts: list[Any] = [skeleton[0], _ID_TAG + _varint(len(encoded)), encoded, skeleton[1]]
     else:
         parts = list(skeleton)
+    raw = 0
     for out in outputs:
         if out.shared_memory:
             parts.append(b"\x32\x00")
@@ -97,7 +141,8 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
         size, data = _raw_view(out.datatype, out.data)
         parts.append(_RAW_OUTPUT_TAG + _varint(size))
         parts.append(data)
-    return b"".join(parts)
+        raw += size
+    return parts, raw
 
 
 #: ``ModelInferResponse`` fields holding only ``triton_final_response`` = key, appended to

@@ -34,7 +34,7 @@ _NOT_SLICED = frozenset({"BYTES", "FP16", "BF16"})
 
 def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
     if datatype == "BYTES":
-        return datatypes.serialize_bytes(np.asarray(array, dtype=np.object_))
+        return datatypes.wire_bytes(array)
     if array.flags.c_contiguous and array.dtype == datatypes.raw_dtype(datatype) and array.size:
         # Already laid out as the wire wants it (the usual case): no conversion.
         return memoryview(array).cast("B")

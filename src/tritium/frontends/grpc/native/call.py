@@ -19,6 +19,7 @@ from google.protobuf.message import DecodeError
 from tritium.core.completion import Completion
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import InferStream, call_status
+from tritium.frontends.grpc.infer_response_bytes import SplitMessage
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
@@ -186,7 +187,11 @@ class GrpcCall:
         try:
             result = future.result()
             response = self.finish(result) if self.finish is not None else result
-            payload = response if type(response) is bytes else response.SerializeToString()
+            payload = (
+                response
+                if type(response) is bytes or type(response) is SplitMessage
+                else response.SerializeToString()
+            )
         except Exception as exc:
             self.fail(*call_status(exc, self.method.name))
             proto.schedule_flush()
@@ -205,10 +210,10 @@ class GrpcCall:
                 return
         self._send_final(encoding, prefix, payload)
 
-    async def _send_compressed(self, payload: bytes, encoding: str) -> None:
+    async def _send_compressed(self, payload: bytes | SplitMessage, encoding: str) -> None:
         proto = self.proto
         try:
-            data = await off_loop(w.compress, encoding, payload, proto.compression_level)
+            data = await off_loop(_compress, encoding, payload, proto.compression_level)
         except Exception as exc:  # noqa: BLE001 - the call must end, whatever happened
             self.future = None
             logger.error("compressing a gRPC response failed", exc_info=exc)
@@ -226,12 +231,17 @@ class GrpcCall:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        self.conn.send_response(
-            self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
-        )
+        if type(payload) is SplitMessage:
+            self.conn.send_response_parts(
+                self.stream, w.RESPONSE_HEAD[encoding], [prefix, *payload.parts], w.TRAILERS_OK
+            )
+        else:
+            self.conn.send_response(
+                self.stream, w.RESPONSE_HEAD[encoding], prefix, payload, w.TRAILERS_OK
+            )
         self.proto.schedule_flush()
 
-    def _frame(self, payload: bytes, encoding: str | None) -> tuple[bytes | None, bytes]:
+    def _frame(self, payload: Any, encoding: str | None) -> tuple[bytes | None, Any]:
         if len(payload) > self.proto.max_message_length:
             self.fail(
                 w.RESOURCE_EXHAUSTED,
@@ -240,7 +250,7 @@ class GrpcCall:
             )
             return None, b""
         if encoding is not None:
-            payload = w.compress(encoding, payload, self.proto.compression_level)
+            payload = _compress(encoding, payload, self.proto.compression_level)
             return w.message_prefix(len(payload), True), payload
         return w.message_prefix(len(payload)), payload
 
@@ -421,3 +431,9 @@ def restricted_paths(restricted: RestrictedApis) -> dict[str, Restriction]:
         if restriction is not None:
             found[path] = restriction
     return found
+
+
+def _compress(encoding: str, payload: bytes | SplitMessage, level: int) -> bytes:
+    if type(payload) is SplitMessage:
+        payload = payload.joined()
+    return w.compress(encoding, payload, level)  # type: ignore[arg-type]

@@ -21,6 +21,9 @@ _END_TRAILERS = f.END_HEADERS | f.END_STREAM
 #: Response bytes a stream may have queued behind a closed flow-control window before
 #: another message is refused (one message of any allowed size is always accepted).
 MAX_QUEUED_BYTES = 64 << 20
+#: Once a stream's queued DATA sent in one go is this big, the connection's output is
+#: written as it lies (views of the response), not copied into one buffer first.
+_BIG_OUT = 256 * 1024
 
 
 class Stream:
@@ -57,6 +60,9 @@ class H2Sender:
 
     def __init__(self) -> None:
         self.out: list[bytes | memoryview] = []
+        #: True once ``out`` holds much queued DATA: write ``out`` as it is then
+        #: (:meth:`take_output`), not joined by :meth:`data_to_send`.
+        self.out_big = False
         self.streams: dict[int, Stream] = {}
         # What the peer allows us.
         self.peer_initial_window = f.DEFAULT_WINDOW
@@ -73,7 +79,14 @@ class H2Sender:
             return b""
         data = out[0] if len(out) == 1 else b"".join(out)
         out.clear()
+        self.out_big = False
         return data  # type: ignore[return-value]
+
+    def take_output(self) -> list[bytes | memoryview]:
+        """What :meth:`data_to_send` joins, as it is (for a transport's ``writelines``)."""
+        out, self.out = self.out, []
+        self.out_big = False
+        return out
 
     # ------------------------------------------------------------------ send
 
@@ -144,9 +157,16 @@ class H2Sender:
             )
             self._end_local(stream)
             return
+        self.send_response_parts(stream, head, [prefix, message], trailers)
+
+    def send_response_parts(
+        self, stream: Stream, head: bytes, parts: list[Any], trailers: bytes
+    ) -> None:
+        """A whole response whose DATA is ``parts`` in order, each framed where it lies
+        (views of a big response are never joined into one buffer)."""
         self.send_headers(stream, head)
-        self.send_data(stream, prefix)
-        self.send_data(stream, message)
+        for part in parts:
+            self.send_data(stream, part)
         self.send_trailers(stream, trailers)
 
     def send_message(self, stream: Stream, flag: int, message: bytes) -> bool:
@@ -209,9 +229,12 @@ class H2Sender:
         out = self.out
         max_frame = self.peer_max_frame
         sid = stream.id
+        sent = 0
         while pending:
             allowed = min(stream.send_window, self.send_window, max_frame)
             if allowed <= 0:
+                if sent >= _BIG_OUT:
+                    self.out_big = True
                 self._blocked[sid] = stream
                 return
             chunk = pending[0]
@@ -225,6 +248,9 @@ class H2Sender:
             self.send_window -= size
             out.append(f.frame_header(size, f.DATA, 0, sid))
             out.append(chunk)
+            sent += size
+        if sent >= _BIG_OUT:
+            self.out_big = True
         self._blocked.pop(sid, None)
         if stream.trailers is not None:
             block, stream.trailers = stream.trailers, None

@@ -137,7 +137,10 @@ class GrpcProtocol(asyncio.Protocol):
             return
         conn = self.conn
         if conn.out:
-            self.transport.write(conn.data_to_send())  # type: ignore[union-attr]
+            if conn.out_big:  # views of a big response: written as they lie
+                self.transport.writelines(conn.take_output())  # type: ignore[union-attr]
+            else:
+                self.transport.write(conn.data_to_send())  # type: ignore[union-attr]
         if conn.closed or ((conn.goaway_sent or conn.peer_goaway) and not conn.streams):
             self.closed = True
             self.transport.close()  # type: ignore[union-attr]
