@@ -225,3 +225,65 @@ def test_a_stop_while_big_inputs_are_written_fails_the_batch(worker):
     done = loop.run_until_complete(run())
     assert done.done() and done.exception() is not None
     assert not process._sliced.items  # nothing held once no batch is in flight
+
+
+def test_big_answers_are_copied_out_a_slice_per_loop_turn(worker, monkeypatch):
+    # 2 x 3 MiB of outputs: copied out of the output arena 2 MiB per loop iteration, with
+    # other callbacks running in between; the instance stays busy until the copy is done.
+    loop, process = worker
+    n = 3 << 18
+    a = np.arange(n, dtype=np.float32)
+    b = np.full(n, 2, np.float32)
+    slices = []
+    read = process._read_slices
+
+    def spy(message, block, done):
+        slices.append((done, process.busy))
+        read(message, block, done)
+
+    monkeypatch.setattr(process, "_read_slices", spy)
+
+    async def run():
+        turns = 0
+        done = process.submit([_request(None, a, b)])
+        while not done.done():
+            await asyncio.sleep(0)
+            turns += 1
+        (response,) = done.result()
+        return turns, response
+
+    turns, response = loop.run_until_complete(run())
+    out = {t.name: t.data for t in response.outputs}
+    np.testing.assert_array_equal(out["OUTPUT0"], a + b)
+    np.testing.assert_array_equal(out["OUTPUT1"], a - b)
+    assert len(slices) >= 3 and all(busy for _, busy in slices)  # ceil(6 MiB / 2 MiB)
+    assert turns >= len(slices)
+    assert not process.busy
+    out["OUTPUT0"][0] = 7  # owned by the response: writable
+
+
+def test_a_worker_killed_while_a_big_answer_is_copied_fails_the_batch(worker, monkeypatch):
+    loop, process = worker
+    n = 3 << 18
+    a = np.ones(n, np.float32)
+    read = process._read_slices
+    killed = []
+
+    def kill_first(message, block, done):
+        if not killed:
+            killed.append(True)
+            process.kill()
+        read(message, block, done)
+
+    monkeypatch.setattr(process, "_read_slices", kill_first)
+
+    async def run():
+        done = process.submit([_request(None, a, a)])
+        for _ in range(2000):
+            if done.done():
+                break
+            await asyncio.sleep(0.005)
+        return done
+
+    done = loop.run_until_complete(run())
+    assert killed and done.done() and done.exception() is not None

@@ -132,8 +132,9 @@ def read_responses(
 
     The reply's ``end`` bytes of ``out_buf`` are copied out in one piece, so the arena can
     take the next batch at once; every output is a (writable) view of that copy. With
-    ``kept`` (a shared arena's block, where the worker wrote this batch's outputs) they
-    are views of ``kept`` instead: nothing is copied."""
+    ``kept`` (a shared arena's block, where the worker wrote this batch's outputs, or a
+    copy of the output arena the caller already made) they are views of ``kept``
+    instead: nothing is copied here."""
     items = reply["responses"]
     if len(items) != len(batch):
         raise InternalError(f"instance '{label}' returned a malformed reply")
