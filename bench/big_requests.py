@@ -102,6 +102,25 @@ def json_12m_floats(host: str, port: int) -> Send:
     return _http(host, port, _infer_head("identity"), body)
 
 
+def json_1m_strings(host: str, port: int) -> Send:
+    """1M strings as JSON data (a ~14 MB body): JSON strings are parsed in one piece."""
+    count = 1_000_000
+    body = orjson.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "TEXT",
+                    "datatype": "BYTES",
+                    "shape": [count],
+                    "data": ["hello-tritium"] * count,
+                }
+            ],
+            "outputs": [{"name": "LENGTH", "parameters": {"binary_data": True}}],
+        }
+    )
+    return _http(host, port, _infer_head("string_upper"), body)
+
+
 def gzip_32mib_response(host: str, port: int) -> Send:
     count = 8 * 2**20
     raw = np.random.default_rng(0).random(count, dtype=np.float32).tobytes()
@@ -203,6 +222,7 @@ def grpc_64mib_raw_input(host: str, port: int) -> Send:
 KINDS: dict[str, Callable[[str, int], Send]] = {
     "bytes_4m_empty": bytes_4m_empty,
     "json_12m_floats": json_12m_floats,
+    "json_1m_strings": json_1m_strings,
     "gzip_32mib_response": gzip_32mib_response,
     "outputs_100k": outputs_100k,
     "chunks_1m": chunks_1m,

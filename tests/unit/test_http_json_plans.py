@@ -178,3 +178,18 @@ def test_planned_decode_equals_a_fresh_decode_for_any_array_text(first: bytes, s
         assert got.value.message == exc.message
     else:
         _same(_decode(body), expected)
+
+
+def test_many_json_strings_are_kept_serialized_with_the_same_elements():
+    from tritium.core.datatypes import PackedBytes, serialize_bytes
+    from tritium.frontends.http.json_tensors import PACKED_JSON_STRINGS, decode_json_data
+
+    count = PACKED_JSON_STRINGS + 3
+    texts = [f"t{i % 97}é" for i in range(count)]
+    data = decode_json_data("T", "m", "BYTES", (1, count), count, texts)
+    assert isinstance(data, PackedBytes) and data.shape == (1, count)
+    expected = np.array([t.encode() for t in texts], dtype=object).reshape(1, count)
+    assert bytes(data.raw) == serialize_bytes(expected)
+    np.testing.assert_array_equal(np.asarray(data), expected)
+    small = decode_json_data("T", "m", "BYTES", (2,), 2, ["a", "b"])
+    assert type(small) is np.ndarray and list(small) == [b"a", b"b"]

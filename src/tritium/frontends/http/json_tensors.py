@@ -27,6 +27,8 @@ _NUMBER = frozenset({int, float})
 _BOOL_ONLY = frozenset({bool})
 _STR_ONLY = frozenset({str})
 _F32 = np.dtype(np.float32)
+#: JSON string data of at least this many elements is kept serialized (PackedBytes).
+PACKED_JSON_STRINGS = 64 * 1024
 
 # Triton's JSON reader wording for a value of the wrong kind.
 _KIND_ERROR = {
@@ -136,6 +138,18 @@ def decode_json_data(
             )
         out = np.empty(count, dtype=np.object_)
         out[:] = [s.encode("utf-8") for s in flat]
+        if count >= PACKED_JSON_STRINGS:
+            # Serialized here (off the event loop for a big body, see ``handlers``), a
+            # slice per call so the loop's thread gets the GIL between them, and kept so:
+            # the worker's arena takes it in one copy.
+            raw = b"".join(
+                [
+                    datatypes.serialize_bytes(out[start : start + PACKED_JSON_STRINGS])
+                    for start in range(0, count, PACKED_JSON_STRINGS)
+                ]
+            )
+            packed = datatypes.PackedBytes(raw, (count,))
+            return packed if len(shape) == 1 else packed.reshape(shape)
     else:
         raise InvalidArgument(f"invalid datatype for input {name}")
     return out if len(shape) == 1 else out.reshape(shape)
