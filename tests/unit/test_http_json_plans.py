@@ -61,6 +61,18 @@ def _same(a, b) -> None:
     assert pa == pb
 
 
+def _same_outcome(body: bytes) -> None:
+    """``body`` decodes (or fails, with the same message) as a fresh decode of it does."""
+    try:
+        expected = _decode(body, cache=False)
+    except InvalidArgument as exc:
+        with pytest.raises(InvalidArgument) as got:
+            _decode(body)
+        assert got.value.message == exc.message
+    else:
+        _same(_decode(body), expected)
+
+
 def test_second_body_with_new_numbers_is_decoded_from_the_plan():
     rid = _fresh_id()
     first = _decode(_body(rid, ("IN", "FP32", [1, 4], [1, 2, 3, 4])))
@@ -123,14 +135,7 @@ def test_bodies_that_do_not_fit_the_plan_are_decoded_the_slow_way():
         prefix + b"[1, 2]",  # truncated
     ]
     for body in variants:
-        try:
-            expected = _decode(body, cache=False)
-        except InvalidArgument as exc:
-            with pytest.raises(InvalidArgument) as got:
-                _decode(body)
-            assert got.value.message == exc.message
-        else:
-            _same(_decode(body), expected)
+        _same_outcome(body)
 
 
 def test_bodies_with_strings_or_a_data_key_elsewhere_get_no_plan():
@@ -169,15 +174,7 @@ def test_planned_decode_equals_a_fresh_decode_for_any_array_text(first: bytes, s
     middle, tail = rest.split(b"[9]", 1)
     fitting = head + b"[7, 8, 9]" + middle + b"[[1, 2, 3]]" + tail
     assert isinstance(_decode(fitting)[0].layout_key, JsonPlan)  # the plan is in use
-    body = head + first + middle + second + tail
-    try:
-        expected = _decode(body, cache=False)
-    except InvalidArgument as exc:
-        with pytest.raises(InvalidArgument) as got:
-            _decode(body)
-        assert got.value.message == exc.message
-    else:
-        _same(_decode(body), expected)
+    _same_outcome(head + first + middle + second + tail)
 
 
 def test_many_json_strings_are_kept_serialized_with_the_same_elements():
