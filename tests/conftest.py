@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,16 @@ from tritium.testing import ServerProcess
 ROOT = Path(__file__).resolve().parent.parent
 TEST_MODELS = ROOT / "tests" / "models"
 EXAMPLE_MODELS = ROOT / "examples" / "model_repository"
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+# A run stopped with SIGTERM (a CI timeout) still tears its fixtures down, so the servers it
+# started (each in a session of its own, with their workers) do not outlive it.
+if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _terminated)
 
 
 @pytest.fixture(scope="session")

@@ -85,14 +85,17 @@ class ServerProcess:
             env=env,
             start_new_session=True,
         )
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        if not self._started.wait(self.startup_timeout) or self.port is None:
+        try:
+            self._reader = threading.Thread(target=self._read, daemon=True)
+            self._reader.start()
+            started = self._started.wait(self.startup_timeout) and self.port is not None
+        except BaseException:  # interrupted while it starts: it must not outlive us
+            self.stop(10)
+            raise
+        if not started:
             code = self.proc.poll()
             self.stop()
-            raise RuntimeError(
-                f"server did not start (exit code {code}); log:\n{self.log[-5000:]}"
-            )
+            raise RuntimeError(f"server did not start (exit code {code}); log:\n{self.log[-5000:]}")
         return self
 
     def _read(self) -> None:
