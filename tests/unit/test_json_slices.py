@@ -25,6 +25,7 @@ DATATYPES = ["FP32", "FP64", "INT8", "INT32", "INT64", "UINT8", "UINT64", "BOOL"
 def small_slices(monkeypatch):
     monkeypatch.setattr(json_slices, "SLICE_BYTES", 7)
     monkeypatch.setattr(json_slices, "_WINDOW", 16)
+    monkeypatch.setattr(json_slices, "_STRINGS_RUN", json_slices.strings_run(2))
 
 
 def _outcome(body: bytes, sliced: bool):  # noqa: ANN202
@@ -78,13 +79,19 @@ _nested = st.recursive(
 )
 
 
+# Quotes, backslashes, commas, brackets, control characters and non-ASCII in strings.
+_texts = st.text(alphabet=st.sampled_from(list('ab,[]"\\ \n\x01é€😀')), max_size=6)
+
+
 @st.composite
 def _documents(draw) -> bytes:  # noqa: ANN001
     inputs = []
     for i in range(draw(st.integers(1, 3))):
         datatype = draw(st.sampled_from(DATATYPES))
-        kind = draw(st.sampled_from(["numbers", "homogeneous", "nested", "mixed"]))
-        if kind == "homogeneous":
+        kind = draw(st.sampled_from(["numbers", "homogeneous", "nested", "mixed", "strings"]))
+        if kind == "strings":
+            data = draw(st.lists(_texts, max_size=10))
+        elif kind == "homogeneous":
             count = draw(st.integers(0, 12))
             if datatype == "BOOL":
                 data: list = draw(st.lists(st.booleans(), min_size=count, max_size=count))
@@ -116,7 +123,7 @@ def _documents(draw) -> bytes:  # noqa: ANN001
     # A mutation: one byte changed, dropped or added anywhere.
     if draw(st.integers(0, 2)) == 0 and text:
         at = draw(st.integers(0, len(text) - 1))
-        byte = draw(st.sampled_from(list(b',[]0.e-:" }tx\n')))
+        byte = draw(st.sampled_from(list(b',[]0.e-:" }tx\n\\\x01')))
         how = draw(st.sampled_from(["set", "drop", "add"]))
         if how == "set":
             text = text[:at] + bytes([byte]) + text[at + 1 :]
@@ -165,6 +172,43 @@ def test_slice_cases(small_slices, data: str, datatype: str) -> None:  # noqa: A
     head = '{"id":"é",\n"inputs":[{"name":"A","datatype":"' + datatype + '","shape":[12],'
     body = (head + '"data":' + data + "}]}").encode()
     _same(body)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '["a","b","c","d","e","f"]',
+        '[ "a" , "b\\"" ,"c,d", "[]" , "\\\\", "é€" ]',
+        '["a","b","c","d","e"]',
+        '["a","b","c","d","e","f","g"]',
+        '["a","b","c","d","e",]',
+        '["a","b",,"c","d","e","f"]',
+        '["a","b","c","d","e","f"',
+        '["a","b","c\\x","d","e","f"]',
+        '["a","b","c\x01","d","e","f"]',
+        '["a","b",3,"d","e","f"]',
+        '["a","b",["c"],"d","e","f"]',
+        '["a" "b","c","d","e","f"]',
+    ],
+)
+@pytest.mark.parametrize("datatype", ["BYTES", "FP32"])
+def test_string_slice_cases(small_slices, data: str, datatype: str) -> None:  # noqa: ANN001
+    head = '{"id":"é",\n"inputs":[{"name":"T","datatype":"' + datatype + '","shape":[6],'
+    _same((head + '"data":' + data + "}]}").encode())
+
+
+def test_arrays_of_strings_are_read_a_slice_at_a_time(small_slices) -> None:  # noqa: ANN001
+    texts = [f"s{i}," + "x" * i for i in range(11)]
+    body = json.dumps(
+        {"inputs": [{"name": "T", "datatype": "BYTES", "shape": [11], "data": texts}]}
+    ).encode()
+    (span,) = json_slices.find_spans(body, len(body))
+    assert span.cuts is not None and len(span.cuts) == 5  # a cut after every 2 elements
+    slices = list(json_slices.SpanReader(body, [span]).values(0))
+    assert len(slices) > 1 and [t for piece in slices for t in piece] == texts
+    outcome = _same(body)
+    assert outcome is not None and outcome[0] == "ok"
+    assert outcome[1][0][3] == [t.encode() for t in texts]
 
 
 def test_well_formed_bodies_take_the_sliced_path(small_slices) -> None:  # noqa: ANN001

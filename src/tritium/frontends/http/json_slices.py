@@ -51,6 +51,7 @@ _BAD_NESTING = re.compile(
     rb"|\]" + _WS + _TOKEN
 )
 _OPEN, _CLOSE = ord("["), ord("]")
+_OPENS_STRING = re.compile(_WS + rb'"')
 
 
 class Unsliceable(Exception):
@@ -68,11 +69,45 @@ class SyntaxAt(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Span:
-    """A data array's text: ``body[start]`` is its ``[``, ``body[end]`` its ``]``."""
+    """A data array's text: ``body[start]`` is its ``[``, ``body[end]`` its ``]``.
+
+    ``cuts`` (an array of strings only): offsets of commas between its elements, one per
+    run of elements found at once (4096), where its slices may end."""
 
     start: int
     end: int
     nested: bool
+    cuts: tuple[int, ...] | None = None
+
+
+# One JSON string (an escape taken whole; raw control characters are not JSON) and the
+# comma after it, a run of them per call; the last one and its "]".
+_STRING = rb'"(?:[^"\\\x00-\x1f]|\\.)*"'
+
+
+def strings_run(most: int) -> re.Pattern[bytes]:
+    return re.compile(rb"(?:" + _WS + _STRING + _WS + rb",){1,%d}" % most, re.DOTALL)
+
+
+_STRINGS_RUN = strings_run(4096)
+_LAST_STRING = re.compile(_WS + _STRING + _WS + rb"\]", re.DOTALL)
+
+
+def _string_span_at(body: bytes, start: int, length: int) -> Span | None:
+    """The array opening at ``start`` if it is a flat array of strings: found a run of
+    elements per call, so no call holds the interpreter long."""
+    p = start + 1
+    cuts = []
+    while True:
+        run = _STRINGS_RUN.match(body, p, length)
+        if run is None:
+            break
+        p = run.end()
+        cuts.append(p - 1)
+    last = _LAST_STRING.match(body, p, length)
+    if last is None:
+        return None
+    return Span(start, last.end() - 1, False, tuple(cuts))
 
 
 def _span_at(body: bytes, start: int, length: int) -> Span | None:
@@ -125,6 +160,8 @@ def find_spans(body: bytes, length: int) -> list[Span]:
             pos = match.end()
             continue
         span = _span_at(body, match.end() - 1, length)
+        if span is None and _OPENS_STRING.match(body, match.end(), length):
+            span = _string_span_at(body, match.end() - 1, length)
         if span is None:
             pos = match.end()
             continue
@@ -176,6 +213,10 @@ class SpanReader:
         """Span ``k``'s elements (flattened), a list per slice."""
         body = self._body
         span = self.spans[k]
+        if span.cuts is not None:
+            yield from self._strings(span)
+            self.read = k + 1
+            return
         for p, cut in _cuts(body, span):
             text = body[p:cut]
             if span.nested and (b"[" in text or b"]" in text):
@@ -206,6 +247,22 @@ class SpanReader:
                 raise SyntaxAt(exc.msg, p + at) from None
             yield values if first else values[1:]
         self.read = k + 1
+
+    def _strings(self, span: Span) -> Iterator[list]:
+        """An array of strings' elements, a list per slice of about ``SLICE_BYTES``, cut
+        at the commas found with it. Any error goes to the plain parser (Unsliceable):
+        placing it would need the character count of every string before it."""
+        body = self._body
+        p = span.start + 1
+        for cut in (*span.cuts, span.end):  # type: ignore[misc]
+            if cut - p < SLICE_BYTES and cut != span.end:
+                continue
+            try:
+                values = orjson.loads(b"[" + body[p:cut] + b"]")
+            except orjson.JSONDecodeError:
+                raise Unsliceable from None
+            yield values
+            p = cut + 1
 
     def check_rest(self) -> None:
         """Parse the spans not read yet (their syntax errors come before any other)."""

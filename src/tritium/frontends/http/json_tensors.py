@@ -214,6 +214,8 @@ def decode_json_slices(
             f"receiving {datatype} data via JSON is not supported. Please use the "
             f"binary data format for input {name}"
         )
+    if datatype == "BYTES":
+        return _bytes_slices(name, model, shape, count, slices)
     convert = _SLICE_CONVERTERS.get(datatype)
     dtype = datatypes.numpy_dtype(datatype)
     # A shape larger than the text could hold is a count error: allocate nothing for it.
@@ -245,6 +247,37 @@ def decode_json_slices(
         raise _bad_kind(name, "signed" if datatype in _SIGNED else "unsigned")
     assert out is not None
     return out if len(shape) == 1 else out.reshape(shape)
+
+
+def _bytes_slices(
+    name: str, model: str, shape: tuple[int, ...], count: int, slices: Iterable[list]
+) -> np.ndarray:
+    """:func:`decode_json_slices` of BYTES: each slice's strings serialized as they come,
+    the tensor kept serialized (PackedBytes)."""
+    pieces: list[bytes] = []
+    got = 0
+    wrong = False
+    for values in slices:
+        got += len(values)
+        if wrong or got > count:
+            continue  # every slice is still read: the count decides the error
+        if not frozenset(map(type, values)) <= _STR_ONLY:
+            wrong = True
+            continue
+        items = np.empty(len(values), dtype=np.object_)
+        items[:] = [s.encode("utf-8") for s in values]
+        pieces.append(datatypes.serialize_bytes(items))
+    if got != count:
+        raise _count_error(name, model, "BYTES", count, got)
+    if count == 0:
+        return np.empty(shape, dtype=np.object_)
+    if wrong:
+        raise InvalidArgument(
+            "Unable to parse JSON bytes array: attempt to access JSON non-string as "
+            f"string for input '{name}'"
+        )
+    packed = datatypes.PackedBytes(b"".join(pieces), (count,))
+    return packed if len(shape) == 1 else packed.reshape(shape)  # type: ignore[return-value]
 
 
 def _to_text(item: object) -> str:
