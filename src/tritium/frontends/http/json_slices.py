@@ -6,15 +6,17 @@ became hundreds of MB of Python floats. Bodies of ``SLICED_JSON_BYTES`` or more 
 in pieces instead:
 
 1. :func:`find_spans` locates each ``"data": [...]`` array of numbers and literals
-   (no strings or objects inside), scanning a bounded window per call;
+   (no strings or objects inside), scanning a bounded window per call, and each flat
+   array of strings, its elements found a run at a time;
 2. the rest of the document, with each such array replaced by a placeholder string, is
    parsed with ``orjson`` as usual (it is small);
 3. :class:`SpanReader` hands each array's text to ``orjson`` a slice of ``SLICE_BYTES``
-   at a time (cut at commas), so the event loop's thread gets the GIL back between
-   slices and only one slice's Python objects are alive at a time.
+   at a time (cut at commas; between strings, at commas found with them), so the event
+   loop's thread gets the GIL back between slices and only one slice's Python objects are
+   alive at a time.
 
-Anything this reader is not sure of (a syntax error it cannot place, empty nested
-arrays, deep nesting) raises :class:`Unsliceable` and the plain decoder decides, so
+Anything this reader is not sure of (a syntax error it cannot place, any error in an array
+of strings, empty nested arrays, deep nesting) raises :class:`Unsliceable` and the plain decoder decides, so
 results and error messages are exactly the plain decoder's.
 """
 
