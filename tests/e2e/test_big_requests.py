@@ -347,3 +347,34 @@ def test_big_grpc_inputs_and_answers_travel_in_slices_and_parts() -> None:
             client.close()
     assert np.array_equal(got[0], first)
     assert np.array_equal(got[1], second)
+
+
+def test_big_answers_on_a_grpc_stream_are_framed_in_parts() -> None:
+    """4 MiB answers on a ModelStreamInfer stream (left in parts, never joined), between
+    small ones, in order and intact."""
+    import queue
+
+    import tritonclient.grpc as grpcclient
+
+    count = 1 << 20
+    sizes = [count, 4, count, 4]
+    sent = [np.arange(n, dtype=np.float32).reshape(1, n) + k for k, n in enumerate(sizes)]
+    answers: queue.Queue = queue.Queue()
+    with ServerProcess([EXAMPLES], grpc=True) as running:
+        client = grpcclient.InferenceServerClient(running.grpc_url)
+        try:
+            client.start_stream(callback=lambda result, error: answers.put((result, error)))
+            for k, values in enumerate(sent):
+                client.async_stream_infer(
+                    "identity", [_small_grpc_input(grpcclient, values)], request_id=str(k)
+                )
+            got = {}
+            for _ in sent:
+                result, error = answers.get(timeout=60)
+                assert error is None, error
+                got[result.get_response().id] = result.as_numpy("OUTPUT0")
+            client.stop_stream()
+        finally:
+            client.close()
+    for k, values in enumerate(sent):
+        assert np.array_equal(got[str(k)], values)

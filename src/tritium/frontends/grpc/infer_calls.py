@@ -26,6 +26,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     encode_infer_response_bytes,
     encode_infer_response_split,
     stream_response_bytes,
+    stream_response_split,
 )
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import DecoupledCall, Service
@@ -219,8 +220,8 @@ class InferStream:
                 else:
                     # The usual case: the fast encoding, with the parameter's field
                     # appended (protobuf fields may come in any order).
-                    reply = stream_response_bytes(
-                        encode_infer_response_bytes(response, request.id),
+                    reply = stream_response_split(
+                        encode_infer_response_split(response, request.id),
                         FINAL_RESPONSE_FIELD[final],
                     )
             else:
@@ -239,8 +240,8 @@ class InferStream:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            reply: Any = stream_response_bytes(
-                encode_infer_response_bytes(response, request.id), FINAL_RESPONSE_FIELD[True]
+            reply: Any = stream_response_split(
+                encode_infer_response_split(response, request.id), FINAL_RESPONSE_FIELD[True]
             )
         except Exception as exc:
             reply = _stream_failure(request, exc)

@@ -155,6 +155,17 @@ FINAL_RESPONSE_FIELD = {
 }
 
 
+def stream_response_split(
+    infer_response: bytes | SplitMessage, suffix: bytes = b""
+) -> bytes | SplitMessage:
+    """:func:`stream_response_bytes` of a response that may be left in its parts (see
+    :func:`encode_infer_response_split`): then the stream's message is left in parts too."""
+    if type(infer_response) is not SplitMessage:
+        return stream_response_bytes(infer_response, suffix)  # type: ignore[arg-type]
+    size = infer_response.size + len(suffix)
+    return SplitMessage([_INFER_RESPONSE_TAG, _varint(size), *infer_response.parts, suffix])
+
+
 def stream_response_bytes(infer_response: bytes, suffix: bytes = b"") -> bytes:
     """A serialised ``ModelStreamInferResponse`` carrying one serialised response, with
     ``suffix`` (more serialised ``ModelInferResponse`` fields) appended to it."""

@@ -258,7 +258,10 @@ class GrpcCall:
         if self.closed:
             return
         encoding = self.out_encoding
-        payload = reply if type(reply) is bytes else reply.SerializeToString()
+        kind = type(reply)
+        if kind is SplitMessage and encoding is not None:
+            reply, kind = reply.joined(), bytes  # compressed whole
+        payload = reply if kind is bytes or kind is SplitMessage else reply.SerializeToString()
         proto = self.proto
         if len(payload) > proto.max_message_length:
             self._frame(payload, encoding)  # fails the call
@@ -270,7 +273,12 @@ class GrpcCall:
         if not self.head_sent:
             self.head_sent = True
             self.conn.send_headers(self.stream, w.RESPONSE_HEAD[encoding])
-        if not self.conn.send_message(self.stream, flag, payload):
+        if kind is SplitMessage:
+            # A big response: framed where its parts lie, never joined.
+            sent = self.conn.send_message_parts(self.stream, payload.parts)
+        else:
+            sent = self.conn.send_message(self.stream, flag, payload)
+        if not sent:
             # Reset: the client let too many replies pile up unread.
             self._close()
             self._cancel_work()

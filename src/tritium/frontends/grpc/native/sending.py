@@ -16,6 +16,7 @@ from tritium.frontends.grpc.native import frames as f
 _HEADER = f.HEADER
 #: A DATA frame header followed by a gRPC message prefix (compressed flag, length).
 _DATA_MESSAGE = struct.Struct(">HBBBLBL")
+_MESSAGE_PREFIX = struct.Struct(">BL")  # a gRPC message's compressed flag and length
 _END_TRAILERS = f.END_HEADERS | f.END_STREAM
 
 #: Response bytes a stream may have queued behind a closed flow-control window before
@@ -168,6 +169,19 @@ class H2Sender:
         for part in parts:
             self.send_data(stream, part)
         self.send_trailers(stream, trailers)
+
+    def send_message_parts(self, stream: Stream, parts: list[Any]) -> bool:
+        """:meth:`send_message` of an uncompressed message given as its parts in order,
+        each queued where it lies (a big message is never joined)."""
+        if stream.local_closed:
+            return True
+        if stream.queued >= MAX_QUEUED_BYTES:
+            self.reset_stream(stream, f.ENHANCE_YOUR_CALM)
+            return False
+        self.send_data(stream, _MESSAGE_PREFIX.pack(0, sum(map(len, parts))))
+        for part in parts:
+            self.send_data(stream, part)
+        return True
 
     def send_message(self, stream: Stream, flag: int, message: bytes) -> bool:
         """One gRPC message (``flag`` and length prefix, then ``message``) as DATA: one
