@@ -349,9 +349,11 @@ def test_big_grpc_inputs_and_answers_travel_in_slices_and_parts() -> None:
     assert np.array_equal(got[1], second)
 
 
-def test_big_answers_on_a_grpc_stream_are_framed_in_parts() -> None:
-    """4 MiB answers on a ModelStreamInfer stream (left in parts, never joined), between
-    small ones, in order and intact."""
+@pytest.mark.parametrize("compressed", [False, True])
+def test_big_answers_on_a_grpc_stream_are_framed_in_parts(compressed: bool) -> None:
+    """4 MiB answers on a ModelStreamInfer stream (left in parts, never joined; or
+    compressed on a thread, the small answers after them waiting their turn), between
+    small ones, in order and intact, and the stream ends after the last."""
     import queue
 
     import tritonclient.grpc as grpcclient
@@ -360,7 +362,8 @@ def test_big_answers_on_a_grpc_stream_are_framed_in_parts() -> None:
     sizes = [count, 4, count, 4]
     sent = [np.arange(n, dtype=np.float32).reshape(1, n) + k for k, n in enumerate(sizes)]
     answers: queue.Queue = queue.Queue()
-    with ServerProcess([EXAMPLES], grpc=True) as running:
+    args = ["--grpc-infer-response-compression-level=high"] if compressed else []
+    with ServerProcess([EXAMPLES], args, grpc=True) as running:
         client = grpcclient.InferenceServerClient(running.grpc_url)
         try:
             client.start_stream(callback=lambda result, error: answers.put((result, error)))
@@ -368,13 +371,16 @@ def test_big_answers_on_a_grpc_stream_are_framed_in_parts() -> None:
                 client.async_stream_infer(
                     "identity", [_small_grpc_input(grpcclient, values)], request_id=str(k)
                 )
+            order = []
             got = {}
             for _ in sent:
                 result, error = answers.get(timeout=60)
                 assert error is None, error
-                got[result.get_response().id] = result.as_numpy("OUTPUT0")
+                order.append(result.get_response().id)
+                got[order[-1]] = result.as_numpy("OUTPUT0")
             client.stop_stream()
         finally:
             client.close()
+    assert sorted(order) == ["0", "1", "2", "3"]
     for k, values in enumerate(sent):
         assert np.array_equal(got[str(k)], values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import DecodeError
@@ -55,6 +56,8 @@ class GrpcCall:
         "infer_stream",
         "head_sent",
         "closed",
+        "compressing",
+        "idle_pending",
     )
 
     def __init__(
@@ -84,6 +87,9 @@ class GrpcCall:
         self.infer_stream: InferStream | None = None
         self.head_sent = False
         self.closed = False
+        # A stream's messages waiting, in order, behind one compressed on a thread.
+        self.compressing: deque[Any] | None = None
+        self.idle_pending = False  # the stream ended while messages were waiting
         if method.kind == STREAM:
             self.infer_stream = InferStream(proto.service, self._emit, proto.plans)
 
@@ -259,8 +265,6 @@ class GrpcCall:
             return
         encoding = self.out_encoding
         kind = type(reply)
-        if kind is SplitMessage and encoding is not None:
-            reply, kind = reply.joined(), bytes  # compressed whole
         payload = reply if kind is bytes or kind is SplitMessage else reply.SerializeToString()
         proto = self.proto
         if len(payload) > proto.max_message_length:
@@ -268,12 +272,48 @@ class GrpcCall:
             return
         flag = 0
         if encoding is not None:
+            if self.compressing is not None or len(payload) >= OFFLOAD_BYTES:
+                # Compressing a big message would hold every other client: done on a
+                # thread, and the stream's later messages wait their turn behind it.
+                if self.compressing is None:
+                    self.compressing = deque()
+                    proto.loop.create_task(self._compress_in_order(encoding))
+                self.compressing.append(payload)
+                return
             payload = w.compress(encoding, payload, proto.compression_level)
             flag = 1
+        self._send_message(flag, payload, kind is SplitMessage)
+
+    async def _compress_in_order(self, encoding: str) -> None:
+        proto = self.proto
+        waiting = self.compressing
+        assert waiting is not None
+        try:
+            while waiting:
+                payload = waiting.popleft()
+                if len(payload) >= OFFLOAD_BYTES:
+                    data = await off_loop(_compress, encoding, payload, proto.compression_level)
+                else:
+                    data = w.compress(encoding, payload, proto.compression_level)
+                if self.closed:
+                    return
+                self._send_message(1, data, False)
+        except Exception as exc:  # noqa: BLE001 - the call must end, whatever happened
+            logger.error("compressing a gRPC response failed", exc_info=exc)
+            self.fail(w.INTERNAL, "failed to compress the response")
+            proto.schedule_flush()
+            return
+        finally:
+            self.compressing = None
+        if self.idle_pending:
+            self._stream_idle()
+
+    def _send_message(self, flag: int, payload: Any, split: bool) -> None:
+        proto = self.proto
         if not self.head_sent:
             self.head_sent = True
-            self.conn.send_headers(self.stream, w.RESPONSE_HEAD[encoding])
-        if kind is SplitMessage:
+            self.conn.send_headers(self.stream, w.RESPONSE_HEAD[self.out_encoding])
+        if split:
             # A big response: framed where its parts lie, never joined.
             sent = self.conn.send_message_parts(self.stream, payload.parts)
         else:
@@ -285,6 +325,9 @@ class GrpcCall:
         proto.schedule_flush()
 
     def _stream_idle(self) -> None:
+        if self.compressing is not None:
+            self.idle_pending = True  # ended once the waiting messages are sent
+            return
         if not self.closed:
             self._end(w.OK, "")
             self.proto.schedule_flush()
