@@ -112,13 +112,14 @@ class DeadlineTimer:
     Created lazily on the first arm, from inside the running loop.
     """
 
-    __slots__ = ("_callback", "_closed", "_fd", "_fallback", "_loop")
+    __slots__ = ("_callback", "_closed", "_fd", "_fallback", "_loop", "_when")
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fd = -1
         self._callback: Callable[[], None] | None = None
         self._fallback: asyncio.TimerHandle | None = None
+        self._when = 0  # the deadline the loop's timer stands for
         self._closed = False
 
     @property
@@ -138,12 +139,24 @@ class DeadlineTimer:
             return self
         if self._fallback is not None:
             self._fallback.cancel()
+        self._when = when_ns
+        self._arm_fallback()
+        return self
+
+    def _arm_fallback(self) -> None:
         loop = self._loop
         assert loop is not None
         # Round up to the loop's millisecond: late, never early (no spinning).
-        delay_ms = -(-max(0, when_ns - now_ns()) // 1_000_000)
-        self._fallback = loop.call_later(delay_ms / 1000, self._fire)
-        return self
+        delay_ms = -(-max(0, self._when - now_ns()) // 1_000_000)
+        self._fallback = loop.call_later(delay_ms / 1000, self._fallback_due)
+
+    def _fallback_due(self) -> None:
+        # The loop measures from the time it cached at the start of its iteration, so
+        # its timer can come a little before the deadline: then wait out the rest.
+        if now_ns() < self._when:
+            self._arm_fallback()
+            return
+        self._fire()
 
     def cancel(self) -> None:
         self._callback = None
