@@ -68,18 +68,12 @@ def test_big_responses_are_compressed_off_the_loop(client, request_gzip: bool) -
 
 def test_big_raw_body(server) -> None:
     values = np.arange(COUNT, dtype=np.float32)
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-    try:
-        conn.request(
-            "POST",
-            "/v2/models/identity/infer",
-            body=values.tobytes(),
-            headers={"Inference-Header-Content-Length": "0"},
-        )
-        reply = conn.getresponse()
-        body = reply.read()
-    finally:
-        conn.close()
+    reply, body = _post(
+        server.port,
+        "/v2/models/identity/infer",
+        values.tobytes(),
+        {"Inference-Header-Content-Length": "0"},
+    )
     assert reply.status == 200, body[:300]
     header_length = int(reply.getheader("Inference-Header-Content-Length"))
     header = orjson.loads(body[:header_length])
@@ -112,18 +106,12 @@ def test_errors_of_big_bodies_keep_their_status(server) -> None:
             ]
         }
     )
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-    try:
-        conn.request(
-            "POST",
-            "/v2/models/identity/infer",
-            body=header + data,
-            headers={"Inference-Header-Content-Length": str(len(header))},
-        )
-        reply = conn.getresponse()
-        body = reply.read()
-    finally:
-        conn.close()
+    reply, body = _post(
+        server.port,
+        "/v2/models/identity/infer",
+        header + data,
+        {"Inference-Header-Content-Length": str(len(header))},
+    )
     assert reply.status == 400
     assert b"input byte size mismatch for input 'INPUT0'" in body
 
@@ -173,6 +161,40 @@ def _probe(port: int, stop: threading.Event, samples: list) -> None:
             time.sleep(0.002)
 
 
+def _post(port: int, path: str, body: bytes, headers: dict | None = None, timeout: float = 120):  # noqa: ANN202
+    """POST ``body`` on a connection of its own: (the response, its body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=body, headers=headers or {})
+        reply = conn.getresponse()
+        return reply, reply.read()
+    finally:
+        conn.close()
+
+
+def _post_while_probed(
+    port: int, path: str, body: bytes, headers: dict | None = None, timeout: float = 120
+):  # noqa: ANN202, E501
+    """:func:`_post` while a probe asks ``/v2/health/live`` in a loop: (the response, its
+    body, the probe's worst latency over a quiet second before, its latencies during)."""
+    stop = threading.Event()
+    samples: list[tuple[float, float]] = []
+    probe = threading.Thread(target=_probe, args=(port, stop, samples), daemon=True)
+    probe.start()
+    try:
+        time.sleep(1.0)
+        quiet = max(latency for _, latency in samples)
+        start = time.monotonic()
+        reply, answer = _post(port, path, body, headers, timeout)
+        end = time.monotonic()
+        time.sleep(0.2)
+    finally:
+        stop.set()
+        probe.join(10)
+    during = [latency for t, latency in samples if start <= t <= end + 0.2]
+    return reply, answer, quiet, during
+
+
 @pytest.mark.parametrize("binary_output", [True, False])
 def test_a_huge_json_body_does_not_stall_other_clients(server, binary_output: bool) -> None:
     """8M numbers in JSON (32 MB): decoding them in one orjson call (and writing them back
@@ -188,26 +210,9 @@ def test_a_huge_json_body_does_not_stall_other_clients(server, binary_output: bo
             "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": binary_output}}],
         }
     )
-    stop = threading.Event()
-    samples: list[tuple[float, float]] = []
-    probe = threading.Thread(target=_probe, args=(server.port, stop, samples), daemon=True)
-    probe.start()
-    try:
-        time.sleep(1.0)
-        quiet = max(latency for _, latency in samples)
-        start = time.monotonic()
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-        try:
-            conn.request("POST", "/v2/models/identity/infer", body=body)
-            reply = conn.getresponse()
-            answer = reply.read()
-        finally:
-            conn.close()
-        end = time.monotonic()
-        time.sleep(0.2)
-    finally:
-        stop.set()
-        probe.join(10)
+    reply, answer, quiet, during = _post_while_probed(
+        server.port, "/v2/models/identity/infer", body
+    )
     assert reply.status == 200, answer[:300]
     if binary_output:
         header_length = int(reply.getheader("Inference-Header-Content-Length"))
@@ -215,7 +220,6 @@ def test_a_huge_json_body_does_not_stall_other_clients(server, binary_output: bo
     else:
         got = np.array(orjson.loads(answer)["outputs"][0]["data"], np.float32)
     assert np.array_equal(got, values)
-    during = [latency for t, latency in samples if start <= t <= end + 0.2]
     assert len(during) > 10, "the probe was not answered while the request ran"
     # Now a slice at a time (a few ms each): 40-70 ms worst with 6M numbers on a busy
     # machine; the bound leaves room for its scheduling.
@@ -242,21 +246,12 @@ def test_a_small_request_with_a_huge_json_answer(server) -> None:
     )
     body = gzip.compress(header + values.tobytes())
     assert len(body) < OFFLOAD_BYTES
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-    try:
-        conn.request(
-            "POST",
-            "/v2/models/identity/infer",
-            body=body,
-            headers={
-                "Inference-Header-Content-Length": str(len(header)),
-                "Content-Encoding": "gzip",
-            },
-        )
-        reply = conn.getresponse()
-        answer = reply.read()
-    finally:
-        conn.close()
+    reply, answer = _post(
+        server.port,
+        "/v2/models/identity/infer",
+        body,
+        {"Inference-Header-Content-Length": str(len(header)), "Content-Encoding": "gzip"},
+    )
     assert reply.status == 200, answer[:300]
     output = orjson.loads(answer)["outputs"][0]
     assert output["shape"] == [1, count]
@@ -287,31 +282,13 @@ def test_millions_of_bytes_elements_do_not_stall_other_clients(server) -> None:
             ],
         }
     )
-    stop = threading.Event()
-    samples: list[tuple[float, float]] = []
-    probe = threading.Thread(target=_probe, args=(server.port, stop, samples), daemon=True)
-    probe.start()
-    try:
-        time.sleep(1.0)
-        quiet = max(latency for _, latency in samples)
-        start = time.monotonic()
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=300)
-        try:
-            conn.request(
-                "POST",
-                "/v2/models/string_upper/infer",
-                body=header + raw,
-                headers={"Inference-Header-Content-Length": str(len(header))},
-            )
-            reply = conn.getresponse()
-            answer = reply.read()
-        finally:
-            conn.close()
-        end = time.monotonic()
-        time.sleep(0.2)
-    finally:
-        stop.set()
-        probe.join(10)
+    reply, answer, quiet, during = _post_while_probed(
+        server.port,
+        "/v2/models/string_upper/infer",
+        header + raw,
+        {"Inference-Header-Content-Length": str(len(header))},
+        timeout=300,
+    )
     assert reply.status == 200, answer[:300]
     header_length = int(reply.getheader("Inference-Header-Content-Length"))
     doc = orjson.loads(answer[:header_length])
@@ -320,7 +297,6 @@ def test_millions_of_bytes_elements_do_not_stall_other_clients(server) -> None:
     assert answer[header_length : header_length + sizes["UPPER"]] == raw
     lengths = np.frombuffer(answer[header_length + sizes["UPPER"] :], np.int32)
     assert lengths.shape == (count,) and not lengths.any()
-    during = [latency for t, latency in samples if start <= t <= end + 0.2]
     assert len(during) > 10, "the probe was not answered while the request ran"
     assert max(during) < max(0.2, 3 * quiet), f"worst {max(during):.3f} s, quiet {quiet:.3f} s"
 
