@@ -77,14 +77,15 @@ class SlicedWrites:
         self._index = 0
         self._pos = 0
 
-    def add(self, offset: int, array: np.ndarray, raw: bytes | memoryview | None) -> None:
-        self.items.append((offset, source_bytes(array, raw)))
+    def add(self, offset: int, array: np.ndarray | None, raw: bytes | memoryview | None) -> None:
+        """Write ``array`` (or ``raw``, its bytes, when given) at ``offset``."""
+        self.items.append((offset, source_bytes(array, raw)))  # type: ignore[arg-type]
 
     def clear(self) -> None:
         self.items.clear()
         self._index = self._pos = 0
 
-    def step(self, buf: mmap.mmap, budget: int = WRITE_SLICE) -> bool:
+    def step(self, buf: mmap.mmap | bytearray, budget: int = WRITE_SLICE) -> bool:
         """Write up to ``budget`` more bytes; True once everything is written."""
         items = self.items
         while budget > 0 and self._index < len(items):

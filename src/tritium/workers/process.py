@@ -35,10 +35,9 @@ log = logging.getLogger("tritium.workers")
 _INITIAL_ARENA = 1 << 20
 _NO_TIMING = [0, 0, 0]
 _LAYOUT_CACHE = 256
-# Answers of this many bytes or more are copied out of the output arena a slice of
-# READ_SLICE bytes per loop iteration (a 64 MiB copy held the loop ~40 ms).
+# Answers of this many bytes or more are copied out of the output arena a slice per loop
+# iteration, as big inputs are written (a 64 MiB copy held the loop ~40 ms).
 SLICED_READ_BYTES = ipc_tensors.SLICED_WRITE_BYTES
-READ_SLICE = ipc_tensors.WRITE_SLICE
 _FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
 # Shutdown: a finalize that starts with no time left still gets this long, and a process
 # that outlives its deadline this long after TERM (and again after KILL).
@@ -506,11 +505,15 @@ class WorkerProcess:
             # A big answer: copied out of the output arena a slice per loop iteration, so
             # other clients are not held up; the instance stays busy until it is done.
             self._batch = (batch, fut)
-            self._read_slices(message, bytearray(end), 0)
+            copy = ipc_tensors.SlicedWrites()
+            copy.add(0, None, memoryview(out.buf)[:end])
+            self._read_slices(message, bytearray(end), copy)
             return
         self._settle(batch, fut, message, kept)
 
-    def _read_slices(self, message: dict[str, Any], block: bytearray, done: int) -> None:
+    def _read_slices(
+        self, message: dict[str, Any], block: bytearray, copy: ipc_tensors.SlicedWrites
+    ) -> None:
         current = self._batch
         if current is None or current[1].done():
             return  # the worker died or stopped meanwhile: the batch has failed
@@ -519,10 +522,8 @@ class WorkerProcess:
             self._batch = None
             current[1].set_exception(WorkerDied(f"instance '{self.label}' is not running"))
             return
-        stop = min(done + READ_SLICE, len(block))
-        block[done:stop] = memoryview(out.buf)[done:stop]
-        if stop < len(block):
-            asyncio.get_running_loop().call_soon(self._read_slices, message, block, stop)
+        if not copy.step(block):
+            asyncio.get_running_loop().call_soon(self._read_slices, message, block, copy)
             return
         self._batch = None
         self._settle(current[0], current[1], message, block)
