@@ -23,6 +23,8 @@ from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.infer_response_bytes import SplitMessage
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
+from tritium.frontends.grpc.native.frames import ENHANCE_YOUR_CALM
+from tritium.frontends.grpc.native.sending import MAX_QUEUED_BYTES
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 
@@ -57,6 +59,7 @@ class GrpcCall:
         "head_sent",
         "closed",
         "compressing",
+        "waiting_bytes",
         "idle_pending",
     )
 
@@ -89,6 +92,7 @@ class GrpcCall:
         self.closed = False
         # A stream's messages waiting, in order, behind one compressed on a thread.
         self.compressing: deque[Any] | None = None
+        self.waiting_bytes = 0  # their size, bounded as a stream's unsent bytes are
         self.idle_pending = False  # the stream ended while messages were waiting
         if method.kind == STREAM:
             self.infer_stream = InferStream(proto.service, self._emit, proto.plans)
@@ -275,10 +279,18 @@ class GrpcCall:
             if self.compressing is not None or len(payload) >= OFFLOAD_BYTES:
                 # Compressing a big message would hold every other client: done on a
                 # thread, and the stream's later messages wait their turn behind it.
+                if self.waiting_bytes + self.stream.queued >= MAX_QUEUED_BYTES:
+                    # The client let too many replies pile up unread.
+                    self.conn.reset_stream(self.stream, ENHANCE_YOUR_CALM)
+                    self._close()
+                    self._cancel_work()
+                    proto.schedule_flush()
+                    return
                 if self.compressing is None:
                     self.compressing = deque()
                     proto.loop.create_task(self._compress_in_order(encoding))
                 self.compressing.append(payload)
+                self.waiting_bytes += len(payload)
                 return
             payload = w.compress(encoding, payload, proto.compression_level)
             flag = 1
@@ -291,6 +303,7 @@ class GrpcCall:
         try:
             while waiting:
                 payload = waiting.popleft()
+                self.waiting_bytes -= len(payload)
                 if len(payload) >= OFFLOAD_BYTES:
                     data = await off_loop(_compress, encoding, payload, proto.compression_level)
                 else:
@@ -305,6 +318,7 @@ class GrpcCall:
             return
         finally:
             self.compressing = None
+            self.waiting_bytes = 0
         if self.idle_pending:
             self._stream_idle()
 
