@@ -453,6 +453,37 @@ def test_arrivals_during_the_delay_are_polled_once_per_loop_turn():
     asyncio.run(main())
 
 
+def test_an_arrival_after_the_deadline_sends_the_batch_before_the_timer_fires():
+    """A long loop turn of arrivals must not stretch the queue delay: the first arrival
+    past the deadline sends the waiting batch (with itself) and disarms the timer."""
+
+    async def main():
+        runner, clock, timer = FakeRunner("a"), FakeClock(), FakeTimer()
+        sched = _batcher([runner], clock, timer, max_batch_size=8, max_queue_delay_us=100)
+        waiters = [sched.submit(_req(0))]
+        clock.now = 60 * US
+        waiters.append(sched.submit(_req(1)))
+        assert runner.batches == [] and timer.pending() == [100 * US]
+        clock.now = 100 * US  # the delay ran out; the timer has not fired yet
+        waiters.append(sched.submit(_req(2)))
+        assert runner.batches == [["0", "1", "2"]]
+        assert timer.pending() == []
+        clock.now = 120 * US
+        waiters.append(sched.submit(_req(3)))  # the runner is busy: it waits
+        runner.finish()
+        await _settle()
+        assert timer.pending() == [220 * US]  # its own delay, from its own arrival
+        clock.now = 220 * US
+        timer.fire()
+        assert runner.batches == [["0", "1", "2"], ["3"]]
+        runner.finish()
+        assert [(await w).id for w in waiters] == ["0", "1", "2", "3"]
+        stats = sched.statistics()
+        assert stats.executions == 2 and stats.queue_ns == (100 + 40 + 0 + 100) * US
+
+    asyncio.run(main())
+
+
 def test_answered_requests_leave_no_cyclic_garbage():
     """Each request is freed by reference counting once answered: a queue entry and its
     caller's completion must not keep each other alive for the cycle collector."""

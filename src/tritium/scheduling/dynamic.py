@@ -153,10 +153,18 @@ class DynamicBatcher:
         """Queue ``request``; the future gets its response. Cancelling the future
         abandons the request (dropped if queued, flagged if running)."""
         waiter = _Waiter()
-        waiter.entry = self._policy.enqueue(request, self._clock(), waiter)
+        now = self._clock()
+        waiter.entry = self._policy.enqueue(request, now, waiter)
         waiter.batcher = self
         if self._idle:
-            if self._wake is None:
+            wake = self._wake
+            if wake is None:
+                self._pump()
+            elif now >= self._wake_at:
+                # The queue delay ran out while this loop turn's arrivals are still
+                # being read: the batch goes now, not after them.
+                self._wake = None
+                wake.cancel()
                 self._pump()
             elif not self._pump_soon:
                 # The policy is waiting out the queue delay: look again once this loop
