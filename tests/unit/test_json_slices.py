@@ -12,7 +12,7 @@ import tracemalloc
 import numpy as np
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tritium.core.errors import InvalidArgument
@@ -140,6 +140,12 @@ def _documents(draw) -> bytes:  # noqa: ANN001
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(_documents())
+# A syntax error after a string array holding a multi-byte character: its position is
+# counted in characters, as orjson does, across that array too.
+@example(
+    b'{"inputs": [{"name": "IN0", "datatype": "BYTES", "shape": [1], "data": ["\xc3\xa9"]},'
+    b' {"name": "IN1", "datatype": "FP32", "shape": [2], "data": [0  0]}]}'
+)
 def test_sliced_reading_equals_the_plain_decoder(small_slices, body: bytes) -> None:  # noqa: ANN001
     _same(body)
 

@@ -284,18 +284,9 @@ class SpanReader:
         return f"{error.message}: line {lines + 1} column {column} (char {char})"
 
     def _char_index(self, at: int) -> int:
-        # Continuation bytes of multi-byte characters before ``at``: only the text
-        # outside spans can hold them.
-        extra = 0
-        pos = 0
-        for span in self.spans:
-            if span.start >= at:
-                break
-            extra += _continuations(self._body, pos, span.start)
-            pos = span.end + 1
-        if pos < at:
-            extra += _continuations(self._body, pos, at)
-        return at - extra
+        # Less the continuation bytes of multi-byte characters before ``at`` (string
+        # spans can hold them too). Only an error message needs it.
+        return at - _continuations(self._body, 0, at)
 
 
 def _continuations(body: bytes, start: int, end: int) -> int:
