@@ -9,10 +9,12 @@ import numpy as np
 import orjson
 import pytest
 
+from tritium.core.completion import Completion
 from tritium.core.errors import NotFound
+from tritium.core.write_burst import WRITES
 from tritium.core.types import InferRequest, InferResponse, OutputTensor
 from tritium.frontends.http.handlers import KServeRoutes
-from tritium.frontends.http.messages import HttpResponse, json_response
+from tritium.frontends.http.messages import DeferredResponse, HttpResponse, json_response
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.testing.fakes import FakeTransport
@@ -332,6 +334,50 @@ def test_pipelined_responses_keep_request_order():
         await settle()
         bodies = [body for _, _, body in h.responses()]
         assert bodies == [b'{"n":"a"}', b"", b'{"n":"b"}', b'{"n":"c"}']
+
+    run(scenario())
+
+
+def add_deferred_route(h: Harness) -> dict[str, Completion]:
+    """``GET /later/{n}`` answers when the test completes ``done[n]`` (callbacks inline,
+    as a batch's completions run when the scheduler hands the batch out)."""
+    done: dict[str, Completion] = {}
+
+    def later(request, params):
+        completion = done[params["n"]] = Completion()
+        return DeferredResponse(completion, lambda c: json_response({"n": c.result()}))
+
+    h.router.add("GET", "/later/{n}", later)
+    return done
+
+
+def test_answers_of_a_batch_being_handed_out_are_written_at_its_end():
+    async def scenario():
+        h = Harness()
+        done = add_deferred_route(h)
+        h.feed(get("/later/a") + get("/later/b"))
+        with WRITES.held():
+            done["a"].set_result("a")
+            done["b"].set_result("b")
+            assert h.transport.data == b""  # encoded, queued
+        assert [body for _, _, body in h.responses()] == [b'{"n":"a"}', b'{"n":"b"}']
+        assert not h.transport.closed
+
+    run(scenario())
+
+
+def test_a_closing_answer_writes_the_queued_ones_before_it_and_then_closes():
+    async def scenario():
+        h = Harness()
+        done = add_deferred_route(h)
+        h.feed(get("/later/a") + get("/later/b", "Connection: close"))
+        with WRITES.held():
+            done["a"].set_result("a")
+            assert h.transport.data == b""
+            done["b"].set_result("b")
+            assert h.transport.closed  # after both answers, in order
+        statuses = [(status, body) for status, _, body in h.responses()]
+        assert statuses == [(200, b'{"n":"a"}'), (200, b'{"n":"b"}')]
 
     run(scenario())
 

@@ -25,6 +25,7 @@ from typing import Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
+from tritium.core.write_burst import WRITES
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
 from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.runner import BatchOutcome, Runner
@@ -278,6 +279,17 @@ class DynamicBatcher:
             self._deliver(head.batch, head.requests, head.name, head.done)
 
     def _deliver(
+        self,
+        batch: list[QueuedRequest],
+        requests: list[InferRequest],
+        name: str,
+        done: BatchOutcome,
+    ) -> None:
+        # The answers are written once all of them are handed out (see write_burst).
+        with WRITES.held():
+            self._hand_out(batch, requests, name, done)
+
+    def _hand_out(
         self,
         batch: list[QueuedRequest],
         requests: list[InferRequest],

@@ -23,6 +23,7 @@ import numpy as np
 
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
+from tritium.core.write_burst import WRITES
 from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.dynamic import Timer, TimerHandle
 from tritium.scheduling.runner import BatchOutcome, Runner
@@ -352,15 +353,17 @@ class SequenceBatcher:
 def _deliver(
     batch: list[SequenceEntry], responses: list[InferResponse], error: TritiumError | None
 ) -> None:
-    if error is not None:
-        for entry in batch:
-            _fail(entry.token, error)
-        return
-    for entry, response in zip(batch, responses):
-        waiter = entry.token
-        if not waiter.done():
-            waiter.entry = None
-            waiter.set_result(response)
+    # The answers are written once all of them are handed out (see write_burst).
+    with WRITES.held():
+        if error is not None:
+            for entry in batch:
+                _fail(entry.token, error)
+            return
+        for entry, response in zip(batch, responses):
+            waiter = entry.token
+            if not waiter.done():
+                waiter.entry = None
+                waiter.set_result(response)
 
 
 def _fail(waiter: _Waiter, error: BaseException) -> None:

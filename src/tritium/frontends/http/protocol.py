@@ -21,6 +21,7 @@ from functools import partial
 import httptools
 
 from tritium.core.completion import Completion
+from tritium.core.write_burst import WRITES
 from tritium.frontends.http.compression import too_large_message
 from tritium.frontends.http.event_stream import MAX_UNSENT_BYTES, EventStream
 from tritium.frontends.http.messages import (
@@ -499,6 +500,7 @@ class HttpProtocol(asyncio.Protocol):
             if stream is not None and not self._stream_finished(queue[0], stream):
                 break  # the rest waits until this body is complete
             if not self._write(queue.popleft()):
+                WRITES.flush()  # queued answers are written before the close
                 self._transport.close()  # type: ignore[union-attr]
                 return
         # A shorter queue can only end a pause, and only a stopped parser closes.
@@ -518,9 +520,16 @@ class HttpProtocol(asyncio.Protocol):
             if slot.stream.closed:
                 return False  # cut off: the body is incomplete, only closing says so
             if not slot.http10:
+                WRITES.flush()  # what was queued before it goes first
                 self._transport.write(b"0\r\n\r\n")  # type: ignore[union-attr]
             return keep
-        self._transport.write(response_bytes(response, keep, slot.http10))  # type: ignore[union-attr]
+        data = response_bytes(response, keep, slot.http10)
+        if keep:
+            # Written once the batch it answers has been handed out (see write_burst).
+            WRITES.write(self._transport.write, data)  # type: ignore[union-attr]
+        else:
+            WRITES.flush()  # the connection closes after it: nothing may be left queued
+            self._transport.write(data)  # type: ignore[union-attr]
         return keep
 
     # ------------------------------------------------------------- streaming
@@ -541,6 +550,7 @@ class HttpProtocol(asyncio.Protocol):
             )
             if not chunked:
                 slot.keep_alive = False
+            WRITES.flush()  # what was queued before it goes first
             self._transport.write(b"".join(parts))
             stream.attach(partial(self._stream_write, chunked), partial(self._stream_ended, slot))
         return stream.ended or stream.closed
@@ -549,6 +559,7 @@ class HttpProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return False
+        WRITES.flush()  # what was queued before it goes first
         transport.write(b"%x\r\n%b\r\n" % (len(data), data) if chunked else data)
         return transport.get_write_buffer_size() <= MAX_UNSENT_BYTES
 
@@ -579,6 +590,7 @@ class HttpProtocol(asyncio.Protocol):
             and not self._in_message
             and self._transport is not None
         ):
+            WRITES.flush()  # queued answers are written before the close
             self._transport.close()
 
 
