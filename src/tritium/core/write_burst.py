@@ -2,9 +2,9 @@
 
 Handing out a batch's responses runs each caller's completion in turn, and a frontend
 would write each answer to its client's socket the moment it is encoded. A client waiting
-in ``epoll_wait`` or ``recv`` is woken by every such write, on these machines at a cost of
-a few microseconds of the writer's CPU each, and a load generator's thread that serves many
-connections gets woken again for each of them. While a scheduler hands out a batch
+in ``epoll_wait`` or ``recv`` is woken by every such write (the wake-up costs the writer a
+few microseconds of CPU), and a client thread that serves many connections is woken again
+for each of them. While a scheduler hands out a batch
 (``with WRITES.held():``), frontends queue their writes here (``WRITES.write``), and they
 are made one after another when the batch's last response has been handed out: a woken
 client then finds all of its answers at once.
