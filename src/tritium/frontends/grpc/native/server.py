@@ -4,7 +4,7 @@ graceful stop (GOAWAY, in-flight streams finish within the grace period).
 
 Writes are coalesced: bytes produced while handling received data go out in one
 ``transport.write`` at the end; responses finished from done callbacks are flushed
-once per loop iteration.
+once the batch they answer has been handed out, or once per loop iteration.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import ssl
 from typing import Any
 
+from tritium.core.write_burst import WRITES
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.call import open_call, restricted_paths
@@ -146,10 +147,17 @@ class GrpcProtocol(asyncio.Protocol):
             self.transport.close()  # type: ignore[union-attr]
 
     def schedule_flush(self) -> None:
-        """Flush at the end of this loop iteration (one write for many responses)."""
+        """Flush once the batch being handed out has been (see ``write_burst``), else at
+        the end of this loop iteration: one write for many responses either way."""
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            self.loop.call_soon(self.flush)
+            if WRITES.depth:
+                WRITES.write(self._flush_queued, None)
+            else:
+                self.loop.call_soon(self.flush)
+
+    def _flush_queued(self, _: object) -> None:
+        self.flush()
 
     def goaway(self) -> None:
         """Refuse new streams; close once open ones have finished."""
