@@ -13,26 +13,19 @@ import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from tritium.core import InferRequest, InputTensor
 from tritium.core.errors import TritiumError
-from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service import ModelManager, Service
+from tritium.testing.in_process import open_fds, serving
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipeline_models"
 ROWS = 1 << 20  # 4 MiB of FP32 per tensor
-
-
-def _memfds() -> int:
-    count = 0
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            count += "memfd:tritium-arena" in os.readlink(f"/proc/self/fd/{name}")
-        except OSError:
-            pass
-    return count
+ARENA = "memfd:tritium-arena"
 
 
 def _request(x: np.ndarray) -> InferRequest:
@@ -41,17 +34,8 @@ def _request(x: np.ndarray) -> InferRequest:
 
 def _run(body: Callable[[ModelManager, Service], Awaitable[None]]) -> None:
     async def main() -> None:
-        manager = ModelManager([PIPELINES], LoadOptions())
-        try:
-            await manager.load_all({"ens_big_chain"})
-            service = Service(manager)
-            service.started = True
+        async with serving([PIPELINES], {"ens_big_chain"}) as (manager, service):
             await body(manager, service)
-        finally:
-            try:
-                await manager.unload_all(5.0)
-            finally:
-                manager.kill_all()
 
     asyncio.run(main())
 
@@ -61,8 +45,18 @@ def _process(manager: ModelManager, model: str):  # noqa: ANN202
     return instance.process
 
 
+async def _until_u_is_read(manager: ModelManager) -> Any:
+    """ens_slow_inc's worker, once U was handed to it (it then sleeps 0.5 s)."""
+    slow = _process(manager, "ens_slow_inc")
+    for _ in range(500):
+        if slow.referenced_inputs[0]:
+            break
+        await asyncio.sleep(0.01)
+    return slow
+
+
 def test_step_outputs_are_read_in_place_by_the_next_step():
-    before = _memfds()
+    before = open_fds(ARENA)
 
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.arange(ROWS, dtype=np.float32).reshape(1, ROWS)
@@ -85,7 +79,7 @@ def test_step_outputs_are_read_in_place_by_the_next_step():
         assert inc.output_statistics().arenas <= 4
 
     _run(body)
-    assert _memfds() == before  # every arena closed with its worker
+    assert open_fds(ARENA) == before  # every arena closed with its worker
 
 
 def test_small_tensors_take_the_copy_path():
@@ -108,11 +102,7 @@ def test_a_worker_killed_while_the_next_step_reads_its_arena():
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.full((1, ROWS), 5, np.float32)
         pending = asyncio.ensure_future(service.infer(_request(x.copy())))
-        slow = _process(manager, "ens_slow_inc")
-        for _ in range(500):  # until U was handed to ens_slow_inc (it then sleeps 0.5 s)
-            if slow.referenced_inputs[0]:
-                break
-            await asyncio.sleep(0.01)
+        slow = await _until_u_is_read(manager)
         assert slow.referenced_inputs[0] == 1
         inc = _process(manager, "ens_inc")
         os.kill(inc.pid, signal.SIGKILL)
@@ -130,34 +120,23 @@ def test_a_worker_killed_while_the_next_step_reads_its_arena():
 
 
 def test_unloading_while_a_request_is_in_flight_frees_every_arena():
-    before = _memfds()
+    before = open_fds(ARENA)
 
-    async def main() -> None:
-        manager = ModelManager([PIPELINES], LoadOptions())
+    async def body(manager: ModelManager, service: Service) -> None:
+        x = np.ones((1, ROWS), np.float32)
+        pending = asyncio.ensure_future(service.infer(_request(x)))
+        await _until_u_is_read(manager)
+        await manager.unload_all(0.1)
         try:
-            await manager.load_all({"ens_big_chain"})
-            service = Service(manager)
-            service.started = True
-            x = np.ones((1, ROWS), np.float32)
-            pending = asyncio.ensure_future(service.infer(_request(x)))
-            slow = _process(manager, "ens_slow_inc")
-            for _ in range(500):
-                if slow.referenced_inputs[0]:
-                    break
-                await asyncio.sleep(0.01)
-            await manager.unload_all(0.1)
-            try:
-                response = await asyncio.wait_for(pending, 30)
-            except TritiumError:
-                pass  # failed: unloading
-            else:  # or finished first, with the right answer
-                np.testing.assert_array_equal(response.outputs[0].data, x + 3)
-                del response
-        finally:
-            manager.kill_all()
+            response = await asyncio.wait_for(pending, 30)
+        except TritiumError:
+            pass  # failed: unloading
+        else:  # or finished first, with the right answer
+            np.testing.assert_array_equal(response.outputs[0].data, x + 3)
+            del response
 
-    asyncio.run(main())
-    assert _memfds() == before
+    _run(body)
+    assert open_fds(ARENA) == before
 
 
 def _children() -> set[str]:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tritium.service import LoadOptions, ModelManager, Service
+from tritium.service import ModelManager, Service
 from tritium.service import models as models_module
+from tritium.testing.in_process import serving
 from tritium.testing.lifecycle import write_marked_model
 
 GRAPH = {"top": ["left", "right"], "other": ["right"]}
@@ -35,16 +36,8 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _run(repo: Path, body: Any) -> None:
     async def main() -> None:
-        manager = ModelManager([repo], LoadOptions())
-        service = Service(manager, model_control_mode="explicit")
-        service.started = True
-        try:
+        async with serving([repo], model_control_mode="explicit") as (manager, service):
             await body(manager, service)
-        finally:
-            try:
-                await manager.unload_all(5.0)
-            finally:
-                manager.kill_all()
 
     asyncio.run(main())
 

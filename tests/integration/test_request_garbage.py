@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tritium.core import InferRequest, InputTensor
-from tritium.service import LoadOptions, ModelManager, Service
+from tritium.testing.in_process import serving
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -27,11 +27,7 @@ def _request(i: int) -> InferRequest:
 
 def test_batched_requests_through_a_worker_leave_no_cyclic_garbage():
     async def main() -> None:
-        manager = ModelManager([MODELS], LoadOptions())
-        try:
-            await manager.load_all({"batch_merge"})
-            service = Service(manager)
-            service.started = True
+        async with serving([MODELS], {"batch_merge"}) as (_, service):
             # Warm-up: caches and the worker's first replies allocate for good.
             await asyncio.gather(*(service.infer(_request(i)) for i in range(4)))
             gc.collect()
@@ -46,10 +42,5 @@ def test_batched_requests_through_a_worker_leave_no_cyclic_garbage():
                 assert gc.collect() == 0
             finally:
                 gc.enable()
-        finally:
-            try:
-                await manager.unload_all(5.0)
-            finally:
-                manager.kill_all()
 
     asyncio.run(main())

@@ -17,6 +17,7 @@ import uvloop
 
 from tritium.scheduling import deadline_timer
 from tritium.scheduling.deadline_timer import DeadlineTimer
+from tritium.testing.in_process import open_fds
 
 LOOPS = [
     pytest.param(asyncio.new_event_loop, id="asyncio"),
@@ -31,18 +32,6 @@ def _run(new_loop, coro):
         return loop.run_until_complete(coro)
     finally:
         loop.close()
-
-
-def _timerfds() -> int:
-    """Open timerfds of this process (Linux)."""
-    count = 0
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            if "timerfd" in os.readlink(f"/proc/self/fd/{name}"):
-                count += 1
-        except OSError:
-            pass
-    return count
 
 
 async def _fire_times(timer: DeadlineTimer, deadlines_us: list[int]) -> list[tuple[int, int]]:
@@ -128,14 +117,14 @@ def test_cancel_disarms(new_loop):
 
 @pytest.mark.parametrize("new_loop", LOOPS)
 def test_close_releases_the_descriptor_and_refuses_to_arm(new_loop):
-    before = _timerfds() if LINUX else 0
+    before = open_fds("timerfd") if LINUX else 0
 
     async def main():
         timer = DeadlineTimer()
         calls: list[int] = []
         timer(time.monotonic_ns() + 2_000_000, lambda: calls.append(1))
         if LINUX:
-            assert _timerfds() == before + 1
+            assert open_fds("timerfd") == before + 1
         timer.close()
         timer.close()  # idempotent
         await asyncio.sleep(0.05)
@@ -145,7 +134,7 @@ def test_close_releases_the_descriptor_and_refuses_to_arm(new_loop):
 
     assert _run(new_loop, main()) == []
     if LINUX:
-        assert _timerfds() == before
+        assert open_fds("timerfd") == before
 
 
 @pytest.mark.parametrize("new_loop", LOOPS)

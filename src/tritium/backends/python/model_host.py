@@ -334,18 +334,25 @@ class ModelHost:
             # Large outputs of an ensemble step stay in the shared arena lent for them.
             keep_id, keep_arena = keep
             if end > keep_arena.size:
-                self._pending_replies = replies
-                self._pending = placed
-                self._pending_end = end
-                return {"op": "need", "size": end, "keep": keep_id}
+                return self._need(replies, placed, end, {"keep": keep_id})
             return self.write_pending_to(replies, placed, keep_arena, end, keep_id)
         if end > out_arena.size:
             # Outputs do not fit: the server sends a bigger arena, then "continue".
-            self._pending_replies = replies
-            self._pending = placed
-            self._pending_end = end
-            return {"op": "need", "size": end}
+            return self._need(replies, placed, end)
         return self._write(replies, placed, out_arena, end)
+
+    def _need(
+        self,
+        replies: list[dict[str, Any]],
+        placed: Any,
+        end: int,
+        extra: dict[str, Any] | None = None,
+    ) -> dict:
+        """Keep the collected outputs until the server lends room for ``end`` bytes."""
+        self._pending_replies = replies
+        self._pending = placed
+        self._pending_end = end
+        return {"op": "need", "size": end, **(extra or {})}
 
     def execute_decoupled(
         self,
