@@ -542,10 +542,7 @@ class WorkerProcess:
             self.model_ready = bool(ready)
         self.last_timing = message.get("t") or _NO_TIMING
         try:
-            if block is None:
-                responses = self._read_responses(batch, message)
-            else:
-                responses = self._read_responses(batch, message, block)
+            responses = self._read_responses(batch, message, block)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
             log.exception("%s: malformed reply from worker", self.label)
             fut.set_exception(
