@@ -135,9 +135,9 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
         frames.append(bytes(frame))
         write(frame)
 
-    def spy_read(requests, reply):
+    def spy_read(requests, reply, block=None):
         replies.append(reply)
-        return read(requests, reply)
+        return read(requests, reply, block)
 
     transport.write = spy_write
     process._read_responses = spy_read
