@@ -16,7 +16,7 @@ import pytest
 import uvloop
 
 from tritium.scheduling import deadline_timer
-from tritium.scheduling.deadline_timer import DeadlineTimer
+from tritium.scheduling.deadline_timer import DeadlineTimer, EarliestWake
 from tritium.testing.in_process import open_fds
 
 LOOPS = [
@@ -170,3 +170,59 @@ def test_the_c_library_timerfd_works_where_the_stdlib_has_none():
         set_absolute_ns(fd, 0)  # disarm
     finally:
         os.close(fd)
+
+
+class _FakeTimer:
+    """Records what was armed; ``fire()`` runs the pending callback."""
+
+    def __init__(self) -> None:
+        self.armed: list[int] = []
+        self.cancelled = 0
+        self._callback = None
+
+    def __call__(self, when_ns, callback):
+        self.armed.append(when_ns)
+        self._callback = callback
+        return self
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+        self._callback = None
+
+    def fire(self) -> None:
+        callback, self._callback = self._callback, None
+        callback()
+
+
+def test_earliest_wake_keeps_the_earliest_deadline_and_fires_once():
+    timer, fired = _FakeTimer(), []
+    wake = EarliestWake(lambda: fired.append(wake.armed), timer)
+    wake.arm(500)
+    wake.arm(900)  # later: left to the wake-up at 500
+    assert (timer.armed, wake.at, wake.armed) == ([500], 500, True)
+    wake.arm(200)  # earlier: replaces it
+    assert (timer.armed, timer.cancelled, wake.at) == ([500, 200], 1, 200)
+    timer.fire()
+    assert fired == [False]  # disarmed before the callback runs, so it may re-arm
+    wake.arm(900)
+    assert timer.armed == [500, 200, 900]
+    wake.cancel()
+    wake.cancel()  # a second cancel has nothing to cancel
+    assert (timer.cancelled, wake.armed) == (2, False)
+    wake.close()  # an injected timer is the caller's: not closed
+    wake.arm(100)
+    assert timer.armed[-1] == 100
+
+
+def test_earliest_wake_closes_its_own_timer():
+    async def main():
+        fired = asyncio.get_running_loop().create_future()
+        wake = EarliestWake(lambda: fired.set_result(time.monotonic_ns()))
+        deadline = time.monotonic_ns() + 2_000_000
+        wake.arm(deadline)
+        assert await asyncio.wait_for(fired, 5) >= deadline
+        wake.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            wake.arm(time.monotonic_ns())
+
+    _run(uvloop.new_event_loop, main())

@@ -410,7 +410,7 @@ def test_default_timer_sends_at_the_policy_deadline_and_is_released_on_close(new
         start = time.monotonic_ns()
         first = _start(sched, _req(0))[0]
         await _settle()
-        assert isinstance(sched._wake, DeadlineTimer)
+        assert sched._wake.armed and isinstance(sched._wake._timer, DeadlineTimer)
         assert runner.batches == []
         while not runner.batches and time.monotonic_ns() - start < 5_000_000_000:
             await asyncio.sleep(0.001)
@@ -421,10 +421,10 @@ def test_default_timer_sends_at_the_policy_deadline_and_is_released_on_close(new
         # One waiting out its delay when the model unloads: failed, timer disarmed, freed.
         second = _start(sched, _req(1))[0]
         await _settle()
-        timer = sched._wake
+        timer = sched._wake._timer
         sched.fail_all(Unavailable("unloading"))
         sched.close()
-        assert sched._wake is None
+        assert not sched._wake.armed
         with pytest.raises(Unavailable, match="unloading"):
             await second
         with pytest.raises(RuntimeError, match="closed"):

@@ -11,8 +11,8 @@ import pytest
 
 from tritium.core.completion import Completion
 from tritium.core.errors import NotFound
-from tritium.core.write_burst import WRITES
 from tritium.core.types import InferRequest, InferResponse, OutputTensor
+from tritium.core.write_burst import WRITES
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.messages import DeferredResponse, HttpResponse, json_response
 from tritium.frontends.http.protocol import HttpProtocol

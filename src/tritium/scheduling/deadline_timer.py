@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from tritium.core.clock import now_ns
 
@@ -205,3 +206,57 @@ class DeadlineTimer:
         callback, self._callback = self._callback, None
         if callback is not None:
             callback()
+
+
+class TimerHandle(Protocol):
+    def cancel(self) -> None: ...
+
+
+# (when_ns on the scheduler's clock, callback) -> a handle; tests pass a fake one.
+Timer = Callable[[int, Callable[[], None]], TimerHandle]
+
+
+class EarliestWake:
+    """A scheduler's one pending wake-up: ``arm(when_ns)`` keeps the earliest deadline
+    asked for (a later one is left to the wake-up before it, which looks again and
+    re-arms), and ``callback`` runs once it has passed.
+
+    ``timer`` makes the wake-ups (a fake one in tests); without it a ``DeadlineTimer`` of
+    its own is used, released by ``close``.
+    """
+
+    __slots__ = ("armed", "at", "_callback", "_handle", "_own", "_timer")
+
+    def __init__(self, callback: Callable[[], None], timer: Timer | None = None) -> None:
+        self._own = DeadlineTimer() if timer is None else None
+        self._timer: Timer = timer or self._own  # type: ignore[assignment]
+        self._callback = callback
+        self._handle: TimerHandle | None = None
+        self.armed = False  # a wake-up is pending
+        self.at = 0  # its deadline, while armed
+
+    def arm(self, when_ns: int) -> None:
+        if self.armed:
+            if self.at <= when_ns:
+                return
+            self._handle.cancel()  # type: ignore[union-attr]
+        self.at = when_ns
+        self.armed = True
+        self._handle = self._timer(when_ns, self._fire)
+
+    def cancel(self) -> None:
+        if self.armed:
+            self.armed = False
+            handle, self._handle = self._handle, None
+            handle.cancel()  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        """Disarm and release the timer of its own (it cannot be armed again then)."""
+        self.cancel()
+        if self._own is not None:
+            self._own.close()
+
+    def _fire(self) -> None:
+        self.armed = False
+        self._handle = None
+        self._callback()

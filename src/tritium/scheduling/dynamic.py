@@ -27,7 +27,7 @@ from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
 from tritium.core.write_burst import WRITES
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
-from tritium.scheduling.deadline_timer import DeadlineTimer
+from tritium.scheduling.deadline_timer import EarliestWake, Timer
 from tritium.scheduling.runner import BatchOutcome, Runner
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
@@ -54,14 +54,6 @@ class _Waiter(Completion):
         self.entry = None
         self.batcher._abandon(entry)
         return super().cancel(msg)
-
-
-class TimerHandle(Protocol):
-    def cancel(self) -> None: ...
-
-
-# (when_ns on the batcher's clock, callback) -> a handle; tests pass a fake one.
-Timer = Callable[[int, Callable[[], None]], TimerHandle]
 
 
 class BatchCodec(Protocol):
@@ -117,16 +109,13 @@ class DynamicBatcher:
         self._policy = policy
         self._clock = clock
         # The default timer counts on the default clock (time.monotonic_ns).
-        self._own_timer = DeadlineTimer() if timer is None else None
-        self._timer: Timer = timer or self._own_timer  # type: ignore[assignment]
+        self._wake = EarliestWake(self._pump, timer)
         self._codec = codec
         self._ordered: deque[_Ticket] | None = deque() if policy.config.preserve_ordering else None
         # id(runner) -> (runner, its batch); runners need not be hashable.
         self._busy: dict[int, tuple[Runner, list[QueuedRequest]]] = {}
         self._pumping = False
         self._pump_soon = False
-        self._wake: TimerHandle | None = None
-        self._wake_at = 0
         self._executions = 0
         self._inferences = 0
         self._batch_stats: dict[int, int] = {}
@@ -159,12 +148,11 @@ class DynamicBatcher:
         waiter.batcher = self
         if self._idle:
             wake = self._wake
-            if wake is None:
+            if not wake.armed:
                 self._pump()
-            elif now >= self._wake_at:
+            elif now >= wake.at:
                 # The queue delay ran out while this loop turn's arrivals are still
                 # being read: the batch goes now, not after them.
-                self._wake = None
                 wake.cancel()
                 self._pump()
             elif not self._pump_soon:
@@ -186,19 +174,13 @@ class DynamicBatcher:
         """Fail every queued request (model unloading, no instance left)."""
         for entry in self._policy.drain():
             _fail(entry.token, error)
-        if self._wake is not None:
-            self._wake.cancel()
-            self._wake = None
+        self._wake.cancel()
 
     # -- dispatch ----------------------------------------------------------------------
 
     def close(self) -> None:
         """Release the timer; call after ``fail_all`` once the model is unloading."""
-        if self._wake is not None:
-            self._wake.cancel()
-            self._wake = None
-        if self._own_timer is not None:
-            self._own_timer.close()
+        self._wake.close()
 
     def _pump(self) -> None:
         """Give batches to idle runners for as long as the policy has one ready."""
@@ -219,7 +201,7 @@ class DynamicBatcher:
                 if batch is None:
                     idle.append(runner)
                     if decision.wake_at_ns is not None:
-                        self._arm(decision.wake_at_ns)
+                        self._wake.arm(decision.wake_at_ns)
                     return
                 self._dispatch(runner, batch)
         finally:
@@ -322,21 +304,6 @@ class DynamicBatcher:
 
     def _release(self, runner: Runner) -> None:
         self._idle.append(runner)
-        self._pump()
-
-    # -- timer -------------------------------------------------------------------------
-
-    def _arm(self, when_ns: int) -> None:
-        # One timer at a time; an earlier one already pending re-polls and re-arms.
-        if self._wake is not None:
-            if self._wake_at <= when_ns:
-                return
-            self._wake.cancel()
-        self._wake_at = when_ns
-        self._wake = self._timer(when_ns, self._on_wake)
-
-    def _on_wake(self) -> None:
-        self._wake = None
         self._pump()
 
     # -- failures ----------------------------------------------------------------------

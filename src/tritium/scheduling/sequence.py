@@ -24,8 +24,7 @@ import numpy as np
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
 from tritium.core.write_burst import WRITES
-from tritium.scheduling.deadline_timer import DeadlineTimer
-from tritium.scheduling.dynamic import Timer, TimerHandle
+from tritium.scheduling.deadline_timer import EarliestWake, Timer
 from tritium.scheduling.runner import BatchOutcome, Runner
 from tritium.scheduling.sequence_config import SequenceConfig
 from tritium.scheduling.sequence_policy import SequenceEntry, SequencePolicy
@@ -117,12 +116,9 @@ class SequenceBatcher:
         # null requests (READY false) in the empty slots before the last one, as Triton.
         self._by_slot = config.strategy == "direct" and config.max_batch > 1
         self._clock = clock
-        self._own_timer = DeadlineTimer() if timer is None else None
-        self._timer: Timer = timer or self._own_timer  # type: ignore[assignment]
+        self._wake = EarliestWake(self._on_wake, timer)
         self._idle = [True] * len(self._runners)
         self._flights: list[_Flight | None] = [None] * len(self._runners)
-        self._wake: TimerHandle | None = None
-        self._wake_at = 0
         self._reaper: asyncio.TimerHandle | None = None
         self._closed = False
         # Flights in dispatch order, with preserve_ordering: responses go out in that order.
@@ -177,7 +173,7 @@ class SequenceBatcher:
         decision = self._policy.poll(index, self._clock())
         if decision.batch is None:
             if decision.wake_at_ns is not None:
-                self._arm(decision.wake_at_ns)
+                self._wake.arm(decision.wake_at_ns)
             return
         self._dispatch(index, runner, decision.batch)
 
@@ -279,16 +275,7 @@ class SequenceBatcher:
 
     # -- timers --------------------------------------------------------------------------
 
-    def _arm(self, when_ns: int) -> None:
-        if self._wake is not None:
-            if self._wake_at <= when_ns:
-                return
-            self._wake.cancel()
-        self._wake_at = when_ns
-        self._wake = self._timer(when_ns, self._on_wake)
-
     def _on_wake(self) -> None:
-        self._wake = None
         for index, idle in enumerate(self._idle):
             if idle:
                 self._pump(index)
@@ -333,21 +320,15 @@ class SequenceBatcher:
         instance left)."""
         for entry in self._policy.drain():
             _fail(entry.token, error)
-        if self._wake is not None:
-            self._wake.cancel()
-            self._wake = None
+        self._wake.cancel()
 
     def close(self) -> None:
         """Release the timers; call after ``fail_all`` once the model is unloading."""
         self._closed = True
-        if self._wake is not None:
-            self._wake.cancel()
-            self._wake = None
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
-        if self._own_timer is not None:
-            self._own_timer.close()
+        self._wake.close()
 
 
 def _deliver(
