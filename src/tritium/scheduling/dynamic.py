@@ -24,36 +24,13 @@ from functools import partial
 from typing import Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse
-from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
-from tritium.core.write_burst import WRITES
+from tritium.core.errors import Rejected, TritiumError, Unavailable
 from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
 from tritium.scheduling.deadline_timer import EarliestWake, Timer
-from tritium.scheduling.runner import BatchOutcome, Runner
+from tritium.scheduling.runner import BatchOutcome, Runner, batch_responses
+from tritium.scheduling.waiters import QueueWaiter, fail, hand_out
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
-
-
-class _Waiter(Completion):
-    """The caller's completion of one queued request: cancelling it abandons the
-    request (dropped if still queued, flagged if running) before the callbacks run.
-
-    The queue entry refers back to its waiter, so the batcher lets go of the entry
-    before it settles the waiter: no request outlives its answer waiting for the cycle
-    collector.
-    """
-
-    __slots__ = ("batcher", "entry")
-
-    batcher: DynamicBatcher
-    entry: QueuedRequest | None
-
-    def cancel(self, msg: object = None) -> bool:
-        entry = self.entry
-        if entry is None:  # settled already
-            return False
-        self.entry = None
-        self.batcher._abandon(entry)
-        return super().cancel(msg)
 
 
 class BatchCodec(Protocol):
@@ -142,7 +119,7 @@ class DynamicBatcher:
     def submit(self, request: InferRequest) -> Waiter:
         """Queue ``request``; the future gets its response. Cancelling the future
         abandons the request (dropped if queued, flagged if running)."""
-        waiter = _Waiter()
+        waiter = QueueWaiter()
         now = self._clock()
         waiter.entry = self._policy.enqueue(request, now, waiter)
         waiter.batcher = self
@@ -173,7 +150,7 @@ class DynamicBatcher:
     def fail_all(self, error: TritiumError) -> None:
         """Fail every queued request (model unloading, no instance left)."""
         for entry in self._policy.drain():
-            _fail(entry.token, error)
+            fail(entry.token, error)
         self._wake.cancel()
 
     # -- dispatch ----------------------------------------------------------------------
@@ -196,7 +173,7 @@ class DynamicBatcher:
                     continue
                 decision = self._policy.poll(self._clock(), True)
                 for entry in decision.rejected:
-                    _fail(entry.token, Rejected("Request timeout expired"))
+                    fail(entry.token, Rejected("Request timeout expired"))
                 batch = decision.batch
                 if batch is None:
                     idle.append(runner)
@@ -213,7 +190,7 @@ class DynamicBatcher:
             done = runner.submit(self._codec.pack(requests) if self._codec else requests)
         except TritiumError as exc:
             for entry in batch:
-                _fail(entry.token, exc)
+                fail(entry.token, exc)
             runner.when_ready(partial(self._release, runner))
             return
         now = self._clock()
@@ -267,40 +244,9 @@ class DynamicBatcher:
         name: str,
         done: BatchOutcome,
     ) -> None:
-        # The answers are written once all of them are handed out (see write_burst).
-        with WRITES.held():
-            self._hand_out(batch, requests, name, done)
-
-    def _hand_out(
-        self,
-        batch: list[QueuedRequest],
-        requests: list[InferRequest],
-        name: str,
-        done: BatchOutcome,
-    ) -> None:
-        error: TritiumError | None = None
-        if done.cancelled():
-            error = Cancelled("request was cancelled")
-        elif (exc := done.exception()) is not None:
-            error = exc if isinstance(exc, TritiumError) else InternalError(str(exc))
-        else:
-            responses = done.result()
-            if self._codec is not None:
-                responses = self._codec.unpack(requests, responses)
-            if len(responses) != len(batch):
-                error = InternalError(
-                    f"instance '{name}' returned {len(responses)} responses "
-                    f"for {len(batch)} requests"
-                )
-            else:
-                for entry, response in zip(batch, responses):
-                    waiter = entry.token
-                    if not waiter.done():
-                        waiter.entry = None
-                        waiter.set_result(response)
-                return
-        for entry in batch:
-            _fail(entry.token, error)
+        codec = self._codec
+        unpack = None if codec is None else partial(codec.unpack, requests)
+        hand_out(batch, *batch_responses(done, name, len(batch), unpack))
 
     def _release(self, runner: Runner) -> None:
         self._idle.append(runner)
@@ -308,7 +254,7 @@ class DynamicBatcher:
 
     # -- failures ----------------------------------------------------------------------
 
-    def _abandon(self, entry: QueuedRequest) -> None:
+    def abandon(self, entry: QueuedRequest) -> None:
         if self._policy.discard(entry):
             return
         for runner, batch in self._busy.values():
@@ -320,9 +266,3 @@ class DynamicBatcher:
         # With no instance able to run, queued requests would wait indefinitely.
         if not any(r.running for r in self._runners):
             self.fail_all(Unavailable("no instance of the model is running"))
-
-
-def _fail(waiter: _Waiter, error: BaseException) -> None:
-    if not waiter.done():
-        waiter.entry = None
-        waiter.set_exception(error)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from tritium.core import InferRequest, InferResponse
+from tritium.core.errors import Cancelled, InternalError, TritiumError
 
 
 class BatchOutcome(Protocol):
@@ -21,6 +22,31 @@ class BatchOutcome(Protocol):
     def exception(self) -> BaseException | None: ...
 
     def result(self) -> list[InferResponse]: ...
+
+
+def batch_responses(
+    done: BatchOutcome,
+    runner_name: str,
+    expected: int,
+    unpack: Callable[[list[InferResponse]], list[InferResponse]] | None = None,
+) -> tuple[list[InferResponse], TritiumError | None]:
+    """What a finished batch gives its requests: ``(responses, None)`` when it ran and
+    answered each of the ``expected`` requests (after ``unpack``), else ``([], error)``
+    with the error every request of the batch gets."""
+    if done.cancelled():
+        return [], Cancelled("request was cancelled")
+    exc = done.exception()
+    if exc is not None:
+        return [], exc if isinstance(exc, TritiumError) else InternalError(str(exc))
+    responses = done.result()
+    if unpack is not None:
+        responses = unpack(responses)
+    if len(responses) != expected:
+        return [], InternalError(
+            f"instance '{runner_name}' returned {len(responses)} responses "
+            f"for {expected} requests"
+        )
+    return responses, None
 
 
 class Runner(Protocol):

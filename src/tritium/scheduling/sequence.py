@@ -22,33 +22,15 @@ from functools import partial
 import numpy as np
 
 from tritium.core import Completion, InferRequest, InferResponse
-from tritium.core.errors import Cancelled, InternalError, TritiumError, Unavailable
-from tritium.core.write_burst import WRITES
+from tritium.core.errors import TritiumError, Unavailable
 from tritium.scheduling.deadline_timer import EarliestWake, Timer
-from tritium.scheduling.runner import BatchOutcome, Runner
+from tritium.scheduling.runner import BatchOutcome, Runner, batch_responses
 from tritium.scheduling.sequence_config import SequenceConfig
 from tritium.scheduling.sequence_policy import SequenceEntry, SequencePolicy
 from tritium.scheduling.sequence_tensors import SequenceTensors
+from tritium.scheduling.waiters import QueueWaiter, fail, hand_out
 
 log = logging.getLogger("tritium.scheduling")
-
-
-class _Waiter(Completion):
-    """The caller's completion of one request: cancelling it drops the request if it is
-    still queued, or tells the instance running it."""
-
-    __slots__ = ("batcher", "entry")
-
-    batcher: SequenceBatcher
-    entry: SequenceEntry | None
-
-    def cancel(self, msg: object = None) -> bool:
-        entry = self.entry
-        if entry is None:
-            return False
-        self.entry = None
-        self.batcher._abandon(entry)
-        return super().cancel(msg)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +117,7 @@ class SequenceBatcher:
         """Queue ``request`` on its sequence; raises for a request Triton refuses."""
         if self._closed:
             raise Unavailable(f"model '{request.model_name}' is unloading")
-        waiter = _Waiter()
+        waiter = QueueWaiter()
         now = self._clock()
         entry = self._policy.enqueue(request, now, waiter)
         waiter.entry = entry
@@ -206,7 +188,7 @@ class SequenceBatcher:
         except TritiumError as exc:
             self._policy.completed(index, batch, self._clock())
             for entry in batch:
-                _fail(entry.token, exc)
+                fail(entry.token, exc)
             runner.when_ready(partial(self._release, index))
             return
         self._executions += 1
@@ -236,22 +218,11 @@ class SequenceBatcher:
         index = flight.index
         self._flights[index] = None
         batch = flight.batch
-        error: TritiumError | None = None
-        responses: list[InferResponse] = []
-        if done.cancelled():
-            error = Cancelled("request was cancelled")
-        elif (exc := done.exception()) is not None:
-            error = exc if isinstance(exc, TritiumError) else InternalError(str(exc))
-        else:
-            responses = done.result()
-            if len(responses) != flight.size:
-                error = InternalError(
-                    f"instance '{flight.runner.name}' returned {len(responses)} responses "
-                    f"for {flight.size} requests"
-                )
-            elif flight.positions is not None:  # the null requests' answers are dropped
+        responses, error = batch_responses(done, flight.runner.name, flight.size)
+        if error is None:
+            if flight.positions is not None:  # the null requests' answers are dropped
                 responses = [responses[p] for p in flight.positions]
-            if error is None and flight.hidden:
+            if flight.hidden:
                 take = self._tensors.take_state
                 for entry, response, hidden in zip(batch, responses, flight.hidden):
                     sequence = entry.sequence
@@ -262,12 +233,12 @@ class SequenceBatcher:
         self._pump(index)
         ordered = self._ordered
         if ordered is None:
-            _deliver(batch, responses, error)
+            hand_out(batch, responses, error)
             return
         flight.settled, flight.responses, flight.error = True, responses, error
         while ordered and ordered[0].settled:
             head = ordered.popleft()
-            _deliver(head.batch, head.responses, head.error)
+            hand_out(head.batch, head.responses, head.error)
 
     def _release(self, index: int) -> None:
         self._idle[index] = True
@@ -303,7 +274,7 @@ class SequenceBatcher:
 
     # -- failures and shutdown -----------------------------------------------------------
 
-    def _abandon(self, entry: SequenceEntry) -> None:
+    def abandon(self, entry: SequenceEntry) -> None:
         if self._policy.discard(entry):
             return
         for flight in self._flights:
@@ -319,7 +290,7 @@ class SequenceBatcher:
         """Fail every queued request and forget every sequence (model unloading, no
         instance left)."""
         for entry in self._policy.drain():
-            _fail(entry.token, error)
+            fail(entry.token, error)
         self._wake.cancel()
 
     def close(self) -> None:
@@ -330,24 +301,3 @@ class SequenceBatcher:
             self._reaper = None
         self._wake.close()
 
-
-def _deliver(
-    batch: list[SequenceEntry], responses: list[InferResponse], error: TritiumError | None
-) -> None:
-    # The answers are written once all of them are handed out (see write_burst).
-    with WRITES.held():
-        if error is not None:
-            for entry in batch:
-                _fail(entry.token, error)
-            return
-        for entry, response in zip(batch, responses):
-            waiter = entry.token
-            if not waiter.done():
-                waiter.entry = None
-                waiter.set_result(response)
-
-
-def _fail(waiter: _Waiter, error: BaseException) -> None:
-    if not waiter.done():
-        waiter.entry = None
-        waiter.set_exception(error)
