@@ -4,6 +4,7 @@ and codes), ``--trace-config``, and the trace file Triton writes at TIMESTAMPS l
 from __future__ import annotations
 
 import json
+import queue
 import time
 import urllib.error
 import urllib.request
@@ -48,6 +49,7 @@ def launch(trace_file: Path, *config: str) -> ServerProcess:
         "--model-control-mode=explicit",
         "--load-model=add_sub",
         "--load-model=identity",
+        "--load-model=word_stream",
     ]
     return ServerProcess([EXAMPLE_MODELS], args, grpc=True)
 
@@ -133,6 +135,57 @@ def test_trace_file_has_tritons_shape_and_ordered_timestamps(server, trace_dir) 
     assert stamp["COMPUTE_START"] - stamp["QUEUE_START"] == after["queue"]["ns"] - before["queue"]["ns"]
     infer_ns = after["compute_infer"]["ns"] - before["compute_infer"]["ns"]
     assert stamp["COMPUTE_OUTPUT_START"] - stamp["COMPUTE_INPUT_END"] >= infer_ns
+
+
+def new_trace(trace_dir: Path, earlier: set[Path], timeout: float = 10.0) -> dict:
+    """The one trace of the newest file written since ``earlier`` was listed."""
+    deadline = time.monotonic() + timeout
+    while not set(trace_dir.glob("trace.json.*")) - earlier and time.monotonic() < deadline:
+        time.sleep(0.02)
+    files = sorted(set(trace_dir.glob("trace.json.*")) - earlier, key=lambda p: int(p.suffix[1:]))
+    assert files, "no trace file was written for the request"
+    (trace,) = by_id(read_traces(files[-1])).values()
+    return trace
+
+
+def stream_words(url: str, request_id: str, words: int, delay_ms: int) -> None:
+    """One word_stream request over a gRPC stream: ``words`` responses, ``delay_ms`` apart."""
+    results: queue.Queue = queue.Queue()
+    tensor = grpcclient.InferInput("text_input", [1], "BYTES")
+    tensor.set_data_from_numpy(np.array([b"hi"], dtype=np.object_))
+    with grpcclient.InferenceServerClient(url) as client:
+        client.start_stream(callback=lambda result, error: results.put(error or result))
+        client.async_stream_infer(
+            "word_stream",
+            [tensor],
+            request_id=request_id,
+            parameters={"max_tokens": words, "delay_ms": delay_ms},
+        )
+        got = [results.get(timeout=30) for _ in range(words)]
+        client.stop_stream()
+    assert all(isinstance(r, grpcclient.InferResult) for r in got), got
+
+
+def test_a_decoupled_request_is_traced_until_its_final_response(server, trace_dir) -> None:
+    earlier = set(trace_dir.glob("trace.json.*"))
+    words, delay_ms = 3, 10
+    sent_ns = time.monotonic_ns()
+    stream_words(server.grpc_url, "streamed-1", words, delay_ms)
+    trace = new_trace(trace_dir, earlier)
+    assert (trace["model_name"], trace["model_version"], trace["request_id"]) == (
+        "word_stream",
+        1,
+        "streamed-1",
+    )
+    assert [name for name, _ in trace["stamps"]] == ORDER
+    ns = [value for _, value in trace["stamps"]]
+    assert ns == sorted(ns)
+    stamp = dict(trace["stamps"])
+    # The server's clock is this machine's monotonic clock: the request started after it
+    # was sent, and it lasts until the model's last word (each one delay_ms after the last).
+    assert stamp["REQUEST_START"] >= sent_ns
+    assert stamp["REQUEST_END"] - stamp["REQUEST_START"] >= words * delay_ms * 1_000_000
+    assert stamp["COMPUTE_END"] - stamp["COMPUTE_START"] >= words * delay_ms * 1_000_000
 
 
 def test_log_frequency_writes_one_file_per_trace(server, trace_dir) -> None:

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: E4
 from tritium.testing import ServerProcess  # noqa: E402
 
 from .conftest import EXAMPLE_MODELS  # noqa: E402
-from .test_trace import infer  # noqa: E402
+from .test_trace import infer, stream_words  # noqa: E402
 
 MODEL_EVENTS = ["REQUEST_START", "QUEUE_START", "REQUEST_END"]
 COMPUTE_EVENTS = ["COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START", "COMPUTE_END"]
@@ -103,8 +103,9 @@ def launch(receiver: Receiver, *config: str) -> ServerProcess:
         *(f"--trace-config={c}" for c in config),
         "--model-control-mode=explicit",
         "--load-model=add_sub",
+        "--load-model=word_stream",
     ]
-    return ServerProcess([EXAMPLE_MODELS], args)
+    return ServerProcess([EXAMPLE_MODELS], args, grpc=True)
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +152,24 @@ def test_spans_have_tritons_names_events_and_attributes(receiver: Receiver) -> N
     assert root.end_time_unix_nano == model.end_time_unix_nano == stamp["REQUEST_END"]
     assert compute.start_time_unix_nano == stamp["COMPUTE_START"]
     assert compute.end_time_unix_nano == stamp["COMPUTE_END"]
+
+
+def test_a_decoupled_request_spans_until_its_final_response(receiver: Receiver) -> None:
+    words, delay_ms = 3, 10
+    with launch(receiver, "level=TIMESTAMPS", "rate=1") as server:
+        before = time.time_ns()
+        stream_words(server.grpc_url, "otel-stream", words, delay_ms)
+        spans = receiver.take(3)
+    by_name = {span.name: span for _, span in spans}
+    assert set(by_name) == {"InferRequest", "word_stream", "compute"}
+    model, compute = by_name["word_stream"], by_name["compute"]
+    assert attributes(model)["triton.request_id"] == "otel-stream"
+    assert [e.name for e in model.events] == MODEL_EVENTS
+    assert [e.name for e in compute.events] == COMPUTE_EVENTS
+    assert before <= model.start_time_unix_nano
+    # The model span lasts until the last word, each one delay_ms after the one before.
+    assert model.end_time_unix_nano - model.start_time_unix_nano >= words * delay_ms * 1_000_000
+    assert compute.end_time_unix_nano <= model.end_time_unix_nano
 
 
 def test_rate_and_count_apply_and_spans_flush_at_shutdown(receiver: Receiver) -> None:

@@ -271,6 +271,10 @@ class Service:
         loaded.signature.validate(request)
         call = DecoupledCall(loaded, request, stream)
         request.responses = call
+        if self.trace_settings.active:
+            sampler = self.trace_settings.sampler_for(loaded.name)
+            if sampler is not None and sampler.sample():
+                call.traced(self.trace_recorder)
         request.arrival_ns = now_ns()
         try:
             scheduled = loaded.scheduler.submit(request)

@@ -7,7 +7,8 @@ request once it is final, turns a failure before ``execute`` (full queue, instan
 unloading) into a final error response, and after :meth:`DecoupledCall.cancel` (the
 client went away) delivers nothing more while the model sees ``is_cancelled()``. With
 ``histogram_latencies`` on, the first response the model sends is observed in the model's
-first-response histogram.
+first-response histogram. A sampled call (``traced``) is recorded in the trace once both
+have happened: ``execute`` took (or finished) its batch, and the final response went out.
 """
 
 from __future__ import annotations
@@ -18,16 +19,29 @@ from typing import TYPE_CHECKING
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InternalError, TritiumError
+from tritium.service.trace_writer import compute_window
 
 if TYPE_CHECKING:
     from tritium.service.models import LoadedVersion
+    from tritium.service.trace_otel import OtelRecorder
+    from tritium.service.trace_writer import TraceRecorder
 
 #: ``emit(call, response, final)``: a response (None for a final mark without one).
 Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]
 
 
 class DecoupledCall:
-    __slots__ = ("request", "_loaded", "_emit", "_scheduled", "done", "cancelled", "_responded")
+    __slots__ = (
+        "request",
+        "_loaded",
+        "_emit",
+        "_scheduled",
+        "done",
+        "cancelled",
+        "_responded",
+        "_recorder",
+        "_taken_window",
+    )
 
     def __init__(self, loaded: LoadedVersion, request: InferRequest, emit: Emit) -> None:
         self.request = request
@@ -38,6 +52,13 @@ class DecoupledCall:
         self.done = False
         self.cancelled = False
         self._responded = False
+        self._recorder: TraceRecorder | OtelRecorder | None = None
+        # Once execute took the batch: the compute window measured for it (or None).
+        self._taken_window: tuple[tuple[int, int] | None] | None = None
+
+    def traced(self, recorder: TraceRecorder | OtelRecorder) -> None:
+        """Record this call in the trace when it ends (call before ``start``)."""
+        self._recorder = recorder
 
     @property
     def model_name(self) -> str:
@@ -53,6 +74,12 @@ class DecoupledCall:
         scheduled.add_done_callback(self._taken)
 
     def _taken(self, scheduled: Completion) -> None:
+        if self._recorder is not None:
+            ran = not scheduled.cancelled() and scheduled.exception() is None
+            # Measured now: the instance's next batch replaces it.
+            self._taken_window = (compute_window(self._loaded, self.request) if ran else None,)
+            if self.done:
+                self._record()
         if self.done or scheduled.cancelled():
             return
         exc = scheduled.exception()
@@ -98,6 +125,13 @@ class DecoupledCall:
         dispatched = request.dispatch_ns or start
         self._loaded.stats.record_request(ok, now_ns() - start, dispatched - start)
         self._emit(self, response, True)
+        if self._taken_window is not None:
+            self._record()
+
+    def _record(self) -> None:
+        recorder, self._recorder = self._recorder, None
+        if recorder is not None and self._taken_window is not None:
+            recorder.record(self._loaded, self.request, now_ns(), self._taken_window[0])
 
     def cancel(self) -> None:
         """The client went away: drop the request if queued, else flag it cancelled
@@ -106,6 +140,8 @@ class DecoupledCall:
             return
         self.done = self.cancelled = True
         self.request.responses = None  # what the model still sends goes nowhere
+        if self._taken_window is not None:
+            self._record()
         scheduled = self._scheduled
         if scheduled is not None and not scheduled.done():
             scheduled.cancel()

@@ -86,11 +86,21 @@ class OtelRecorder:
 
     def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
         """Done-callback of a sampled request: queue its timestamps for the builder."""
-        end = now_ns()
+        window = None if done.cancelled() else compute_window(loaded, request)
+        self.record(loaded, request, now_ns(), window)
+
+    def record(
+        self,
+        loaded: LoadedVersion,
+        request: InferRequest,
+        end_ns: int,
+        window: tuple[int, int] | None,
+    ) -> None:
+        """Queue the spans of a request that ended at ``end_ns`` (``window``: see
+        ``compute_window``)."""
         trace_id = self._next_id
         self._next_id += 1
-        window = None if done.cancelled() else compute_window(loaded, request)
-        stamps = timestamps(request, end, window)
+        stamps = timestamps(request, end_ns, window)
         trace = (loaded.name, loaded.version, request.id, trace_id, stamps)
         try:
             self._pending.put_nowait(trace)

@@ -86,7 +86,18 @@ class TraceRecorder:
 
     def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
         """Done-callback of a sampled request: record its trace."""
-        end = now_ns()
+        window = None if done.cancelled() else compute_window(loaded, request)
+        self.record(loaded, request, now_ns(), window)
+
+    def record(
+        self,
+        loaded: LoadedVersion,
+        request: InferRequest,
+        end_ns: int,
+        window: tuple[int, int] | None,
+    ) -> None:
+        """Record the trace of a request that ended at ``end_ns`` (``window``: see
+        ``compute_window``)."""
         trace_id = self._next_id
         self._next_id += 1
         head: dict[str, Any] = {
@@ -96,10 +107,9 @@ class TraceRecorder:
         }
         if request.id:
             head["request_id"] = request.id
-        window = None if done.cancelled() else compute_window(loaded, request)
         entries = [head] + [
             {"id": trace_id, "timestamps": [{"name": name, "ns": ns}]}
-            for name, ns in timestamps(request, end, window)
+            for name, ns in timestamps(request, end_ns, window)
         ]
         frequency = self._settings.log_frequency
         if frequency == 0 and self._traces_kept >= MAX_KEPT:
