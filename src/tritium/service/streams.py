@@ -23,8 +23,7 @@ from tritium.service.trace_writer import compute_window
 
 if TYPE_CHECKING:
     from tritium.service.models import LoadedVersion
-    from tritium.service.trace_otel import OtelRecorder
-    from tritium.service.trace_writer import TraceRecorder
+    from tritium.service.trace_writer import Recorder
 
 #: ``emit(call, response, final)``: a response (None for a final mark without one).
 Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]
@@ -52,11 +51,11 @@ class DecoupledCall:
         self.done = False
         self.cancelled = False
         self._responded = False
-        self._recorder: TraceRecorder | OtelRecorder | None = None
+        self._recorder: Recorder | None = None
         # Once execute took the batch: the compute window measured for it (or None).
         self._taken_window: tuple[tuple[int, int] | None] | None = None
 
-    def traced(self, recorder: TraceRecorder | OtelRecorder) -> None:
+    def traced(self, recorder: Recorder) -> None:
         """Record this call in the trace when it ends (call before ``start``)."""
         self._recorder = recorder
 

@@ -32,10 +32,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from tritium import __version__
 from tritium.core import InferRequest
 from tritium.core.clock import now_ns
-from tritium.core.completion import Completion
 from tritium.service.models import LoadedVersion
 from tritium.service.trace_otel_options import DEFAULT_SERVICE_NAME, OtelOptions
-from tritium.service.trace_writer import compute_window, timestamps
+from tritium.service.trace_writer import Recorder, timestamps
 
 log = logging.getLogger("tritium.trace")
 
@@ -52,7 +51,7 @@ _Stamps = list[tuple[str, int]]
 _Trace = tuple[str, int, str, int, _Stamps]
 
 
-class OtelRecorder:
+class OtelRecorder(Recorder):
     """Same interface as ``TraceRecorder``: ``finish`` per sampled request, ``close``.
 
     ``finish`` (on the event loop) only takes the request's timestamps and queues them;
@@ -84,11 +83,6 @@ class OtelRecorder:
         self._builder = threading.Thread(target=self._build_all, name="tritium-otel", daemon=True)
         self._builder.start()
 
-    def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
-        """Done-callback of a sampled request: queue its timestamps for the builder."""
-        window = None if done.cancelled() else compute_window(loaded, request)
-        self.record(loaded, request, now_ns(), window)
-
     def record(
         self,
         loaded: LoadedVersion,
@@ -96,8 +90,7 @@ class OtelRecorder:
         end_ns: int,
         window: tuple[int, int] | None,
     ) -> None:
-        """Queue the spans of a request that ended at ``end_ns`` (``window``: see
-        ``compute_window``)."""
+        """Queue the request's timestamps for the builder."""
         trace_id = self._next_id
         self._next_id += 1
         stamps = timestamps(request, end_ns, window)

@@ -74,15 +74,8 @@ def new_recorder(settings: TraceSettings) -> TraceRecorder | OtelRecorder:
     return TraceRecorder(settings)
 
 
-class TraceRecorder:
-    def __init__(self, settings: TraceSettings) -> None:
-        self._settings = settings
-        self._next_id = 1
-        self._kept: list[dict[str, Any]] = []
-        self._traces_kept = 0
-        self._file_index = 0
-        self._writes: set[asyncio.Future[None]] = set()
-        self._dropped = False
+class Recorder:
+    """What both trace modes share: a sampled request's end becomes one ``record``."""
 
     def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
         """Done-callback of a sampled request: record its trace."""
@@ -98,6 +91,26 @@ class TraceRecorder:
     ) -> None:
         """Record the trace of a request that ended at ``end_ns`` (``window``: see
         ``compute_window``)."""
+        raise NotImplementedError
+
+
+class TraceRecorder(Recorder):
+    def __init__(self, settings: TraceSettings) -> None:
+        self._settings = settings
+        self._next_id = 1
+        self._kept: list[dict[str, Any]] = []
+        self._traces_kept = 0
+        self._file_index = 0
+        self._writes: set[asyncio.Future[None]] = set()
+        self._dropped = False
+
+    def record(
+        self,
+        loaded: LoadedVersion,
+        request: InferRequest,
+        end_ns: int,
+        window: tuple[int, int] | None,
+    ) -> None:
         trace_id = self._next_id
         self._next_id += 1
         head: dict[str, Any] = {
