@@ -14,7 +14,10 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
 
 pytest.importorskip("opentelemetry.proto")
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2  # noqa: E402
@@ -95,8 +98,9 @@ def attributes(span: object) -> dict[str, object]:
     return out
 
 
-def launch(receiver: Receiver, *config: str) -> ServerProcess:
+def launch(receiver: Receiver, *config: str, grpc: str = "native") -> ServerProcess:
     args = [
+        f"--grpc-implementation={grpc}",
         "--trace-config=mode=opentelemetry",
         f"--trace-config=opentelemetry,url=127.0.0.1:{receiver.port}/v1/traces",
         "--trace-config=opentelemetry,bsp_schedule_delay=20",
@@ -170,6 +174,59 @@ def test_a_decoupled_request_spans_until_its_final_response(receiver: Receiver) 
     # The model span lasts until the last word, each one delay_ms after the one before.
     assert model.end_time_unix_nano - model.start_time_unix_nano >= words * delay_ms * 1_000_000
     assert compute.end_time_unix_nano <= model.end_time_unix_nano
+
+
+CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
+CLIENT_SPAN = "b7ad6b7169203331"
+
+
+def _add_sub_inputs(client: object) -> list:
+    inputs = []
+    for name in ("INPUT0", "INPUT1"):
+        tensor = client.InferInput(name, [4], "FP32")  # type: ignore[attr-defined]
+        tensor.set_data_from_numpy(np.ones(4, np.float32))
+        inputs.append(tensor)
+    return inputs
+
+
+@pytest.mark.parametrize("grpc", ["native", "grpcio"])
+def test_a_client_trace_context_is_traced_whatever_the_rate(receiver: Receiver, grpc: str) -> None:
+    # rate=0: only requests that bring a trace context are traced (as Triton 2.51 does).
+    parent = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"
+    with launch(receiver, "level=TIMESTAMPS", "rate=0", grpc=grpc) as server:
+        with httpclient.InferenceServerClient(server.http_url) as client:
+            inputs = _add_sub_inputs(httpclient)
+            client.infer("add_sub", inputs, request_id="plain")
+            client.infer(
+                "add_sub",
+                inputs,
+                request_id="http-ctx",
+                headers={"traceparent": parent, "tracestate": "vendor=1"},
+            )
+        with grpcclient.InferenceServerClient(server.grpc_url) as client:
+            client.infer(
+                "add_sub",
+                _add_sub_inputs(grpcclient),
+                request_id="grpc-ctx",
+                headers={"traceparent": parent},
+            )
+        spans = receiver.take(6)
+        time.sleep(0.3)  # the request without a context must not add any
+        assert receiver.spans.empty()
+    by_request: dict[str, dict[str, object]] = {}
+    roots = []
+    for _, span in spans:
+        request_id = attributes(span).get("triton.request_id")
+        if request_id:
+            by_request[str(request_id)] = span
+        if span.name == "InferRequest":
+            roots.append(span)
+    assert sorted(by_request) == ["grpc-ctx", "http-ctx"]
+    # Every span joins the client's trace; each root's parent is the client's span.
+    assert {span.trace_id.hex() for _, span in spans} == {CLIENT_TRACE}
+    assert [root.parent_span_id.hex() for root in roots] == [CLIENT_SPAN, CLIENT_SPAN]
+    states = {span.trace_state for span in roots}
+    assert states == {"vendor=1", ""}
 
 
 def test_rate_and_count_apply_and_spans_flush_at_shutdown(receiver: Receiver) -> None:

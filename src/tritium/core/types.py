@@ -87,6 +87,9 @@ class InferRequest:
     # ``triton_enable_empty_final_response``: a stream marks the end of a decoupled
     # request's responses with an empty response even when the model sent none with it.
     empty_final: bool = False
+    # The W3C trace context the client sent (``traceparent``, and ``tracestate`` when
+    # given): in OpenTelemetry trace mode such a request is traced, under the client's span.
+    trace_context: dict[str, str] | None = None
     # True for an ensemble's step (a subclass): its worker may read inputs in place from
     # another worker's shared arena (those flagged in ``movable_inputs``, by position:
     # read by this step alone) and keep its outputs in one.

@@ -251,11 +251,19 @@ class Service:
         if spinner is not None:
             spinner.begin()
             done.add_done_callback(spinner.end)
-        if self.trace_settings.active:
-            sampler = self.trace_settings.sampler_for(loaded.name)
-            if sampler is not None and sampler.sample():
-                done.add_done_callback(partial(self.trace_recorder.finish, loaded, request))
+        if self.trace_settings.active and self._traced(loaded, request):
+            done.add_done_callback(partial(self.trace_recorder.finish, loaded, request))
         return done
+
+    def _traced(self, loaded: LoadedVersion, request: InferRequest) -> bool:
+        """Whether this request gets a trace (tracing is on): sampled under its model's
+        rate and count, or, in OpenTelemetry mode, sent with the client's trace context."""
+        sampler = self.trace_settings.sampler_for(loaded.name)
+        if sampler is None:
+            return False
+        if request.trace_context is not None and self.trace_settings.opentelemetry is not None:
+            return True
+        return sampler.sample()
 
     def is_decoupled(self, name: str, version: str) -> bool:
         """Whether the model (version) uses the decoupled transaction policy."""
@@ -271,10 +279,8 @@ class Service:
         loaded.signature.validate(request)
         call = DecoupledCall(loaded, request, stream)
         request.responses = call
-        if self.trace_settings.active:
-            sampler = self.trace_settings.sampler_for(loaded.name)
-            if sampler is not None and sampler.sample():
-                call.traced(self.trace_recorder)
+        if self.trace_settings.active and self._traced(loaded, request):
+            call.traced(self.trace_recorder)
         request.arrival_ns = now_ns()
         try:
             scheduled = loaded.scheduler.submit(request)

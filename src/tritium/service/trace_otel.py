@@ -28,6 +28,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tritium import __version__
 from tritium.core import InferRequest
@@ -48,7 +49,8 @@ CLOSE_TIMEOUT_S = 5.0
 MAX_PENDING = 10_000
 
 _Stamps = list[tuple[str, int]]
-_Trace = tuple[str, int, str, int, _Stamps]
+_W3C = TraceContextTextMapPropagator()
+_Trace = tuple[str, int, str, int, _Stamps, dict[str, str] | None]
 
 
 class OtelRecorder(Recorder):
@@ -94,7 +96,7 @@ class OtelRecorder(Recorder):
         trace_id = self._next_id
         self._next_id += 1
         stamps = timestamps(request, end_ns, window)
-        trace = (loaded.name, loaded.version, request.id, trace_id, stamps)
+        trace = (loaded.name, loaded.version, request.id, trace_id, stamps, request.trace_context)
         try:
             self._pending.put_nowait(trace)
         except queue.Full:
@@ -112,12 +114,22 @@ class OtelRecorder(Recorder):
                 log.exception("cannot build the spans of trace %d", trace[3])
 
     def _build(
-        self, model_name: str, version: int, request_id: str, trace_id: int, stamps: _Stamps
+        self,
+        model_name: str,
+        version: int,
+        request_id: str,
+        trace_id: int,
+        stamps: _Stamps,
+        client_context: dict[str, str] | None,
     ) -> None:
         wall = {name: ns + self._offset for name, ns in stamps}
         tracer = self._tracer
         server = otel_trace.SpanKind.SERVER
-        root = tracer.start_span(ROOT_SPAN, kind=server, start_time=wall["REQUEST_START"])
+        # Under the client's span when it sent its context (an invalid one is ignored).
+        parent = None if client_context is None else _W3C.extract(client_context)
+        root = tracer.start_span(
+            ROOT_SPAN, context=parent, kind=server, start_time=wall["REQUEST_START"]
+        )
         attributes: dict[str, str | int] = {
             "triton.model_name": model_name,
             "triton.model_version": version,

@@ -80,8 +80,9 @@ def parse_trace_config(entries: Iterable[str]) -> dict[str, Any]:
         else:
             settings[key] = value
     try:
+        # A zero rate is accepted here, as Triton does (only requests that bring their
+        # own trace context are traced then); the trace setting API refuses one.
         checked = _validated(settings, settings)
-        _check_rate(settings)
     except (InvalidArgument, InternalError, Unsupported) as exc:
         raise ValueError(f"--trace-config: {exc.message}") from None
     # Triton accepts the settings of the mode it does not use, and ignores them.
@@ -159,7 +160,7 @@ class Sampler:
         self.seen = 0
 
     def sample(self) -> bool:
-        if self.remaining == 0:
+        if self.remaining == 0 or not self.rate:
             return False
         self.seen += 1
         if self.seen % self.rate:

@@ -29,7 +29,6 @@ from tritium.frontends.grpc.infer_calls import (
     model_infer,
     model_stream_infer,
 )
-from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.messages import (
     model_config_response,
     model_metadata_response,
@@ -49,7 +48,7 @@ HEALTH_SERVICE = "grpc.health.v1.Health"
 UNARY = "unary"
 STREAM = "stream"
 
-BeginBytes = Callable[[Service, RequestPlans, Any], tuple[Completion, Finish]]
+BeginBytes = Callable[..., tuple[Completion, Finish]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +61,9 @@ class Method:
     ``finish(future.result())``. ``infer`` marks infer responses (the ones response
     compression applies to). ``begin_bytes(service, plans, data)`` is the same for a
     transport that has the serialised request: it decodes through ``plans`` and its
-    ``finish`` returns the serialised response.
+    ``finish`` returns the serialised response. The ``infer`` methods' ``handler``,
+    ``begin`` and ``begin_bytes`` take one more argument: the W3C trace context of the
+    call's metadata (``core.trace_context.propagated``), or None.
     """
 
     path: str
@@ -70,7 +71,7 @@ class Method:
     request_type: type
     kind: str
     handler: Callable[..., Any]
-    begin: Callable[[Service, Any], tuple[Completion, Finish]] | None = None
+    begin: Callable[..., tuple[Completion, Finish]] | None = None
     infer: bool = False
     begin_bytes: BeginBytes | None = None
 

@@ -58,7 +58,9 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
 
 
-def _submit_unary(service: Service, request: Any) -> Completion:
+def _submit_unary(service: Service, request: Any, trace: dict[str, str] | None) -> Completion:
+    if trace is not None:
+        request.trace_context = trace
     try:
         return service.submit(request)
     except DecoupledRefused as exc:
@@ -72,14 +74,17 @@ def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.Model
 
 
 def begin_infer(
-    service: Service, message: service_pb2.ModelInferRequest
+    service: Service,
+    message: service_pb2.ModelInferRequest,
+    trace: dict[str, str] | None = None,
 ) -> tuple[Completion, Finish]:
-    """Decode and submit one ModelInfer request now (raises core errors at once).
+    """Decode and submit one ModelInfer request now (raises core errors at once);
+    ``trace``: the trace context the call's metadata carried (``core.trace_context``).
 
     Cancelling the returned future drops the request if it is still queued.
     """
     request = decode_infer_request(message)
-    future = _submit_unary(service, request)
+    future = _submit_unary(service, request, trace)
     request_id = request.id
     return future, lambda response: _finish_infer(request_id, response)
 
@@ -91,17 +96,22 @@ def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes | Spl
 
 
 def begin_infer_bytes(
-    service: Service, plans: RequestPlans, data: bytes | memoryview
+    service: Service,
+    plans: RequestPlans,
+    data: bytes | memoryview,
+    trace: dict[str, str] | None = None,
 ) -> tuple[Completion, Finish]:
     """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
     response (a :class:`SplitMessage` when big). Malformed bytes raise protobuf's
     ``DecodeError``."""
     request = plans.decode(data)
-    return _submit_unary(service, request), partial(_finish_infer_bytes, request.id)
+    return _submit_unary(service, request, trace), partial(_finish_infer_bytes, request.id)
 
 
-async def model_infer(service: Service, message: Any) -> service_pb2.ModelInferResponse:
-    future, finish = begin_infer(service, message)
+async def model_infer(
+    service: Service, message: Any, trace: dict[str, str] | None = None
+) -> service_pb2.ModelInferResponse:
+    future, finish = begin_infer(service, message, trace)
     return finish(await future)
 
 
@@ -130,20 +140,32 @@ class InferStream:
     transport can end the call once the client has half-closed and nothing is pending.
 
     With ``plans``, :meth:`push_bytes` takes serialised requests and the replies of
-    successful requests are emitted serialised (``bytes``).
+    successful requests are emitted serialised (``bytes``). ``trace`` (the trace context
+    of the call's metadata) goes with every request of the stream.
     """
 
-    __slots__ = ("_service", "_emit", "_plans", "_pending", "_reply", "on_idle", "closed")
+    __slots__ = (
+        "_service",
+        "_emit",
+        "_plans",
+        "_trace",
+        "_pending",
+        "_reply",
+        "on_idle",
+        "closed",
+    )
 
     def __init__(
         self,
         service: Service,
         emit: Callable[[Any], None],
         plans: RequestPlans | None = None,
+        trace: dict[str, str] | None = None,
     ) -> None:
         self._service = service
         self._emit = emit
         self._plans = plans
+        self._trace = trace
         self._pending: set[Any] = set()
         self._reply = self._decoupled_reply  # bound once: passed with every request
         self.on_idle: Callable[[], None] | None = None
@@ -159,6 +181,7 @@ class InferStream:
         model's replies as the model sends them)."""
         try:
             request = decode_infer_request(message)
+            request.trace_context = self._trace
             future = self._service.submit(request, self._reply)
         except Exception as exc:
             self._emit(_stream_failure(message, exc))
@@ -182,6 +205,7 @@ class InferStream:
             # The reply names the request's model and id.
             self._emit(_stream_failure(service_pb2.ModelInferRequest.FromString(data), exc))
             return
+        request.trace_context = self._trace
         try:
             future = self._service.submit(request, self._reply)
         except Exception as exc:
@@ -289,7 +313,9 @@ class StreamBacklogExceeded(Exception):
 
 
 async def model_stream_infer(
-    service: Service, requests: AsyncIterator[service_pb2.ModelInferRequest]
+    service: Service,
+    requests: AsyncIterator[service_pb2.ModelInferRequest],
+    trace: dict[str, str] | None = None,
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
     """ModelStreamInfer over async iterators (for transports that hand out iterators).
 
@@ -316,7 +342,7 @@ async def model_stream_infer(
             return
         replies.put_nowait(reply)
 
-    stream = InferStream(service, emit)
+    stream = InferStream(service, emit, trace=trace)
     finished = loop.create_future()
     room: list[asyncio.Future] = []  # the reader's wait for the backlog to shrink
 

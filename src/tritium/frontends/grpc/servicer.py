@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import grpc
 
+from tritium.core.trace_context import TRACEPARENT, propagated
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_status
 from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
@@ -33,6 +34,14 @@ async def _abort(context: grpc.aio.ServicerContext, exc: Exception, what: str) -
     raise AssertionError("context.abort returned")  # pragma: no cover - abort raises
 
 
+def _trace_context(context: grpc.aio.ServicerContext) -> dict[str, str] | None:
+    """The W3C trace context in the call's metadata, if any."""
+    metadata = context.invocation_metadata() or ()
+    if not any(key == TRACEPARENT for key, _ in metadata):
+        return None
+    return propagated(dict(metadata))
+
+
 # The handlers below are closures specialised at start-up (compression on or off, a
 # ``begin`` fast path or not) so a call pays for no branch it does not need.
 
@@ -46,7 +55,7 @@ def _unary(method: Method, service: Service, compression: grpc.Compression | Non
 
         async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
-                future, finish = begin(service, request)
+                future, finish = begin(service, request, _trace_context(context))
             except Exception as exc:
                 await _abort(context, exc, name)
             try:
@@ -92,7 +101,11 @@ def _stream(method: Method, service: Service, compression: grpc.Compression | No
         if compression is not None:
             context.set_compression(compression)
         try:
-            async for reply in handler(service, requests):
+            if method.infer:
+                replies = handler(service, requests, _trace_context(context))
+            else:
+                replies = handler(service, requests)
+            async for reply in replies:
                 yield reply
         except StreamBacklogExceeded as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))

@@ -24,6 +24,7 @@ from tritium.core.errors import (
     TritiumError,
     Unsupported,
 )
+from tritium.core.trace_context import TRACEPARENT, propagated
 from tritium.frontends.http.compression import (
     compress,
     decompress,
@@ -210,6 +211,8 @@ class KServeRoutes:
             else:
                 config = service.model_config(model, version)
                 infer_request, prefs = decode_raw_request(model, version, body, config)
+            if TRACEPARENT in request.headers:
+                infer_request.trace_context = propagated(request.headers)
             done = service.submit(infer_request)
         except Exception as exc:
             return _infer_error(exc)
@@ -235,6 +238,7 @@ class KServeRoutes:
             infer_request, prefs = await off_loop(
                 self._decode_big, model, version, request, compressed, config
             )
+            infer_request.trace_context = propagated(request.headers)
             done = service.submit(infer_request)
         except Exception as exc:
             return _infer_error(exc)

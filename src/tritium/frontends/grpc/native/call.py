@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import DecodeError
 
 from tritium.core.completion import Completion
+from tritium.core.trace_context import TRACEPARENT, propagated
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import InferStream, call_status
 from tritium.frontends.grpc.infer_response_bytes import SplitMessage
@@ -95,7 +96,13 @@ class GrpcCall:
         self.waiting_bytes = 0  # their size, bounded as a stream's unsent bytes are
         self.idle_pending = False  # the stream ended while messages were waiting
         if method.kind == STREAM:
-            self.infer_stream = InferStream(proto.service, self._emit, proto.plans)
+            self.infer_stream = InferStream(
+                proto.service, self._emit, proto.plans, self._trace_context()
+            )
+
+    def _trace_context(self) -> dict[str, str] | None:
+        metadata = self.metadata
+        return propagated(metadata) if TRACEPARENT in metadata else None
 
     # ---------------------------------------------------------------- request
 
@@ -165,7 +172,9 @@ class GrpcCall:
         service = self.proto.service
         if method.begin_bytes is not None:
             try:
-                future, self.finish = method.begin_bytes(service, self.proto.plans, request)
+                future, self.finish = method.begin_bytes(
+                    service, self.proto.plans, request, self._trace_context()
+                )
             except DecodeError:
                 self.fail(w.INTERNAL, "failed to parse the request message")
                 return
@@ -176,7 +185,7 @@ class GrpcCall:
             future.add_done_callback(self._unary_done)
         elif method.begin is not None:
             try:
-                future, self.finish = method.begin(service, request)
+                future, self.finish = method.begin(service, request, self._trace_context())
             except Exception as exc:
                 self.fail(*call_status(exc, method.name))
                 return
