@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InternalError, TritiumError
-from tritium.service.trace_writer import compute_window
+from tritium.service.trace_writer import Window, compute_window
 
 if TYPE_CHECKING:
     from tritium.service.models import LoadedVersion
@@ -39,7 +39,8 @@ class DecoupledCall:
         "cancelled",
         "_responded",
         "_recorder",
-        "_taken_window",
+        "_taken",
+        "_window",
     )
 
     def __init__(self, loaded: LoadedVersion, request: InferRequest, emit: Emit) -> None:
@@ -52,8 +53,8 @@ class DecoupledCall:
         self.cancelled = False
         self._responded = False
         self._recorder: Recorder | None = None
-        # Once execute took the batch: the compute window measured for it (or None).
-        self._taken_window: tuple[tuple[int, int] | None] | None = None
+        self._taken = False  # execute took the batch (or it never will)
+        self._window: Window = None  # measured when it was taken
 
     def traced(self, recorder: Recorder) -> None:
         """Record this call in the trace when it ends (call before ``start``)."""
@@ -70,15 +71,15 @@ class DecoupledCall:
     def start(self, scheduled: Completion) -> None:
         """Follow the scheduler's completion (settled when ``execute`` has the batch)."""
         self._scheduled = scheduled
-        scheduled.add_done_callback(self._taken)
+        scheduled.add_done_callback(self._on_taken)
 
-    def _taken(self, scheduled: Completion) -> None:
+    def _on_taken(self, scheduled: Completion) -> None:
         if self._recorder is not None:
-            ran = not scheduled.cancelled() and scheduled.exception() is None
-            # Measured now: the instance's next batch replaces it.
-            self._taken_window = (compute_window(self._loaded, self.request) if ran else None,)
-            if self.done:
-                self._record()
+            self._taken = True
+            if not scheduled.cancelled() and scheduled.exception() is None:
+                # Measured now: the instance's next batch replaces it.
+                self._window = compute_window(self._loaded, self.request)
+            self._record_if_ended()
         if self.done or scheduled.cancelled():
             return
         exc = scheduled.exception()
@@ -124,13 +125,14 @@ class DecoupledCall:
         dispatched = request.dispatch_ns or start
         self._loaded.stats.record_request(ok, now_ns() - start, dispatched - start)
         self._emit(self, response, True)
-        if self._taken_window is not None:
-            self._record()
+        self._record_if_ended()
 
-    def _record(self) -> None:
-        recorder, self._recorder = self._recorder, None
-        if recorder is not None and self._taken_window is not None:
-            recorder.record(self._loaded, self.request, now_ns(), self._taken_window[0])
+    def _record_if_ended(self) -> None:
+        """Record the trace (once) when the batch was taken and the call is done."""
+        recorder = self._recorder
+        if recorder is not None and self._taken and self.done:
+            self._recorder = None
+            recorder.record(self._loaded, self.request, now_ns(), self._window)
 
     def cancel(self) -> None:
         """The client went away: drop the request if queued, else flag it cancelled
@@ -139,8 +141,7 @@ class DecoupledCall:
             return
         self.done = self.cancelled = True
         self.request.responses = None  # what the model still sends goes nowhere
-        if self._taken_window is not None:
-            self._record()
+        self._record_if_ended()
         scheduled = self._scheduled
         if scheduled is not None and not scheduled.done():
             scheduled.cancel()

@@ -35,7 +35,7 @@ from tritium.core import InferRequest
 from tritium.core.clock import now_ns
 from tritium.service.models import LoadedVersion
 from tritium.service.trace_otel_options import DEFAULT_SERVICE_NAME, OtelOptions
-from tritium.service.trace_writer import Recorder, timestamps
+from tritium.service.trace_writer import Recorder, Window, timestamps
 
 log = logging.getLogger("tritium.trace")
 
@@ -86,16 +86,12 @@ class OtelRecorder(Recorder):
         self._builder.start()
 
     def record(
-        self,
-        loaded: LoadedVersion,
-        request: InferRequest,
-        end_ns: int,
-        window: tuple[int, int] | None,
+        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         """Queue the request's timestamps for the builder."""
         trace_id = self._next_id
         self._next_id += 1
-        stamps = timestamps(request, end_ns, window)
+        stamps = timestamps(request, end, window)
         trace = (loaded.name, loaded.version, request.id, trace_id, stamps, request.trace_context)
         try:
             self._pending.put_nowait(trace)

@@ -31,10 +31,11 @@ log = logging.getLogger("tritium.trace")
 
 MAX_KEPT = 100_000
 
+#: (input ns, output ns) the worker measured for a request's batch; None when it never ran.
+Window = tuple[int, int] | None
 
-def compute_window(
-    loaded: LoadedVersion, request: InferRequest
-) -> tuple[int, int] | None:
+
+def compute_window(loaded: LoadedVersion, request: InferRequest) -> Window:
     """(input ns, output ns) measured by the worker for the batch that ran ``request``."""
     if not request.dispatch_ns:
         return None
@@ -46,9 +47,7 @@ def compute_window(
     return None
 
 
-def timestamps(
-    request: InferRequest, end_ns: int, window: tuple[int, int] | None
-) -> list[tuple[str, int]]:
+def timestamps(request: InferRequest, end_ns: int, window: Window) -> list[tuple[str, int]]:
     stamps = [("REQUEST_START", request.arrival_ns), ("QUEUE_START", request.arrival_ns)]
     if window is not None and request.dispatch_ns:
         start = request.dispatch_ns
@@ -83,14 +82,9 @@ class Recorder:
         self.record(loaded, request, now_ns(), window)
 
     def record(
-        self,
-        loaded: LoadedVersion,
-        request: InferRequest,
-        end_ns: int,
-        window: tuple[int, int] | None,
+        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
-        """Record the trace of a request that ended at ``end_ns`` (``window``: see
-        ``compute_window``)."""
+        """Record the trace of a request that ended at ``end`` (monotonic ns)."""
         raise NotImplementedError
 
 
@@ -105,11 +99,7 @@ class TraceRecorder(Recorder):
         self._dropped = False
 
     def record(
-        self,
-        loaded: LoadedVersion,
-        request: InferRequest,
-        end_ns: int,
-        window: tuple[int, int] | None,
+        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         trace_id = self._next_id
         self._next_id += 1
@@ -122,7 +112,7 @@ class TraceRecorder(Recorder):
             head["request_id"] = request.id
         entries = [head] + [
             {"id": trace_id, "timestamps": [{"name": name, "ns": ns}]}
-            for name, ns in timestamps(request, end_ns, window)
+            for name, ns in timestamps(request, end, window)
         ]
         frequency = self._settings.log_frequency
         if frequency == 0 and self._traces_kept >= MAX_KEPT:

@@ -93,6 +93,16 @@ def _unary(method: Method, service: Service, compression: grpc.Compression | Non
 def _stream(method: Method, service: Service, compression: grpc.Compression | None) -> Callable:
     handler = method.handler
 
+    if method.infer:  # infer streams take the call's trace context too
+
+        def open_replies(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            return handler(service, requests, _trace_context(context))
+
+    else:
+
+        def open_replies(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+            return handler(service, requests)
+
     # grpc.aio runs a streaming handler on the event loop only when it is an async
     # generator function (anything else goes to a thread pool), hence the wrapper.
     async def call(
@@ -101,11 +111,7 @@ def _stream(method: Method, service: Service, compression: grpc.Compression | No
         if compression is not None:
             context.set_compression(compression)
         try:
-            if method.infer:
-                replies = handler(service, requests, _trace_context(context))
-            else:
-                replies = handler(service, requests)
-            async for reply in replies:
+            async for reply in open_replies(requests, context):
                 yield reply
         except StreamBacklogExceeded as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
