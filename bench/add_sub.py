@@ -10,7 +10,7 @@ from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferResponse, OutputTensor
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import DefaultScheduler
-from tritium.service.model_io import signature_from_config
+from tritium.service.model.signature import signature_from_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
 #: The example's configuration, completed as the model manager completes it.

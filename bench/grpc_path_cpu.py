@@ -32,7 +32,7 @@ from tritium.core.heap import settle_heap
 from tritium.frontends.grpc.native import frames as f
 from tritium.frontends.grpc.native.server import GrpcProtocol, _Shared
 from tritium.frontends.grpc.options import GrpcOptions
-from tritium.service.service import Service
+from tritium.service.facade import Service
 
 
 class _Transport:

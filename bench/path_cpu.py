@@ -30,7 +30,7 @@ from bench.add_sub import InstantModels  # noqa: E402
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
-from tritium.service.service import Service
+from tritium.service.facade import Service
 
 
 class _Transport:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Unavailable
-from tritium.service.streams import DecoupledCall
+from tritium.service.requests.streams import DecoupledCall
 
 DISPATCH_NS = 5_000
 

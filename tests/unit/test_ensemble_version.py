@@ -1,6 +1,6 @@
 """Ensembles in the model manager without processes: readiness, refusal without a service.
 
-Load order and dependencies are the manager's (``service/dependencies.py``), shown by
+Load order and dependencies are the manager's (``service/lifecycle/dependencies.py``), shown by
 ``tests/integration/test_model_dependencies.py`` and the explicit-mode ensemble tests."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 from tritium.core import InferRequest, InputTensor
 from tritium.core.errors import NotFound
 from tritium.scheduling.ensemble_plan import build_plan
-from tritium.service.ensembles import EnsembleVersion
+from tritium.service.composition.ensembles import EnsembleVersion
 
 T = {"data_type": "TYPE_FP32", "dims": [2]}
 STEP = {

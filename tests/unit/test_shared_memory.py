@@ -28,7 +28,7 @@ from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infe
 from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
 from tritium.frontends.http.infer_decode import decode_infer_request as http_decode
 from tritium.frontends.http.infer_encode import encode_infer_response as http_encode
-from tritium.service.shared_memory import (
+from tritium.service.shared_memory.registry import (
     UINT64_MAX,
     SharedMemoryRegistry,
     attach_request,

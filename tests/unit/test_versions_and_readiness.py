@@ -10,7 +10,8 @@ import pytest
 from tritium import repository as repo
 from tritium.core.errors import InvalidArgument, NotFound
 from tritium.service import LoadOptions, ModelManager, Service
-from tritium.service.models import ModelEntry, VersionStatus, version_number
+from tritium.service.lifecycle.manager import version_number
+from tritium.service.model.entry import ModelEntry, VersionStatus
 
 STOL = (
     "failed to get model version from specified version string '{}' (details: stol), "

@@ -20,12 +20,12 @@ from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, Service
-from tritium.service.lifecycle_settings import lifecycle_options
+from tritium.service.lifecycle.poller import RepositoryPoller
+from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
-from tritium.service.poller import RepositoryPoller
-from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
-from tritium.service.spin import LoneRequestSpinner
-from tritium.service.trace_settings import parse_trace_config
+from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.shared_memory.registry import SharedMemoryRegistry, ShmLimits
+from tritium.service.tracing.settings import parse_trace_config
 
 log = logging.getLogger("tritium.server")
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from tritium.backends.python.pb_utils_logger import ENV
 from tritium.server import logging_setup
+from tritium.service.lifecycle.manager import ModelManager
 from tritium.service.log_settings import LogSettings
-from tritium.service.models import ModelManager
 
 
 def _publish(settings: LogSettings) -> None:

@@ -1,8 +1,10 @@
 """L4: the transport-neutral service API and the models behind it."""
 
-from tritium.service.models import LoadOptions, ModelManager
-from tritium.service.service import Service
-from tritium.service.shared_memory import (
+from tritium.service.facade import Service
+from tritium.service.lifecycle.builder import LoadOptions
+from tritium.service.lifecycle.manager import ModelManager
+from tritium.service.requests.streams import DecoupledCall
+from tritium.service.shared_memory.registry import (
     Region,
     RegionLease,
     RequestRegions,
@@ -10,7 +12,6 @@ from tritium.service.shared_memory import (
     attach_request,
     write_outputs,
 )
-from tritium.service.streams import DecoupledCall
 
 __all__ = [
     "DecoupledCall",

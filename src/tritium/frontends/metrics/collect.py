@@ -18,7 +18,8 @@ from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import Family, Labels
 from tritium.frontends.metrics.gpu import GpuSample
 from tritium.frontends.metrics.system import SystemSample
-from tritium.service.models import LoadedVersion, ModelManager
+from tritium.service.lifecycle.manager import ModelManager
+from tritium.service.model.version import LoadedVersion
 
 _COUNTERS = (
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes"),

@@ -24,9 +24,9 @@ from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import load_initial_states
-from tritium.service.classification import Labels, read_labels
-from tritium.service.generation import LoadedVersion, instance_specs
-from tritium.service.warmup import warm_up
+from tritium.service.lifecycle.warmup import warm_up
+from tritium.service.model.classification import Labels, read_labels
+from tritium.service.model.version import LoadedVersion, instance_specs
 from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
 from tritium.workers.calls import CallHandler
 

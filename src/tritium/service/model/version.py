@@ -25,9 +25,9 @@ from tritium.scheduling import (
     SequenceBatcher,
     SequenceConfig,
 )
-from tritium.service.classification import Labels, OutputClassifier
-from tritium.service.model_io import ModelSignature, signature_from_config
-from tritium.service.output_reshape import OutputReshaper, output_reshaper
+from tritium.service.model.classification import Labels, OutputClassifier
+from tritium.service.model.reshape import OutputReshaper, output_reshaper
+from tritium.service.model.signature import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance
 
 log = logging.getLogger("tritium.models")

@@ -23,11 +23,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from tritium.core import Completion, InferRequest, InputTensor, RequestedOutput
 from tritium.core.errors import DecoupledRefused, InternalError, TritiumError, Unavailable
-from tritium.service.bls_streams import CANCELLED_MESSAGE, TIMEOUT_MESSAGE, StreamedBlsCall
+from tritium.service.composition.bls_streams import (
+    CANCELLED_MESSAGE,
+    TIMEOUT_MESSAGE,
+    StreamedBlsCall,
+)
 from tritium.workers.calls import WorkerCall
 
 if TYPE_CHECKING:
-    from tritium.service.service import Service
+    from tritium.service.facade import Service
 
 log = logging.getLogger("tritium.bls")
 

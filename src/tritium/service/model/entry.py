@@ -15,7 +15,7 @@ from typing import Any
 
 from tritium import repository as repo
 from tritium.repository.fingerprint import Fingerprint
-from tritium.service.generation import LoadedVersion
+from tritium.service.model.version import LoadedVersion
 
 READY, UNAVAILABLE, LOADING, UNLOADING = "READY", "UNAVAILABLE", "LOADING", "UNLOADING"
 UNLOADED = "unloaded"

@@ -25,10 +25,10 @@ from tritium.core import Completion, InferRequest
 from tritium.core.errors import InternalError, InvalidArgument, NotFound, TritiumError, Unavailable
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
-from tritium.service import ensembles
-from tritium.service.dependencies import model_dependencies
-from tritium.service.generation import LoadedVersion, make_scheduler
-from tritium.service.model_entry import (
+from tritium.service.composition import ensembles
+from tritium.service.lifecycle.builder import Built, LoadOptions, VersionBuilder, read_config
+from tritium.service.lifecycle.dependencies import model_dependencies
+from tritium.service.model.entry import (
     READY,
     UNAVAILABLE,
     UNLOADED,
@@ -38,7 +38,7 @@ from tritium.service.model_entry import (
     index_lines,
     table_rows,
 )
-from tritium.service.version_builder import Built, LoadOptions, VersionBuilder, read_config
+from tritium.service.model.version import LoadedVersion, make_scheduler
 from tritium.workers import ModelInstance
 from tritium.workers.calls import CallHandler
 

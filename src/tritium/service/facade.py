@@ -21,24 +21,25 @@ from tritium.core.errors import (
     Unsupported,
 )
 from tritium.core.statistics import BACKEND, CANCELED
-from tritium.service.bls import BlsEndpoint
-from tritium.service.classification import OutputClassifier
-from tritium.service.failures import failure_reason
+from tritium.service.composition.bls import BlsEndpoint
+from tritium.service.lifecycle.manager import ModelManager
+from tritium.service.lifecycle.repository_api import EXTENSIONS as REPOSITORY_EXTENSIONS
+from tritium.service.lifecycle.repository_api import ModelCodeControl, RepositoryControl
 from tritium.service.log_settings import LogSettings
-from tritium.service.models import LoadedVersion, ModelManager
-from tritium.service.output_reshape import OutputReshaper
-from tritium.service.repository_api import EXTENSIONS as REPOSITORY_EXTENSIONS
-from tritium.service.repository_api import ModelCodeControl, RepositoryControl
-from tritium.service.shared_memory import (
+from tritium.service.model.classification import OutputClassifier
+from tritium.service.model.reshape import OutputReshaper
+from tritium.service.model.version import LoadedVersion
+from tritium.service.requests.failures import failure_reason
+from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.requests.streams import DecoupledCall, Emit
+from tritium.service.shared_memory.registry import (
     RequestRegions,
     SharedMemoryRegistry,
     attach_request,
     write_outputs,
 )
-from tritium.service.spin import LoneRequestSpinner
-from tritium.service.streams import DecoupledCall, Emit
-from tritium.service.trace_settings import TraceSettings
-from tritium.service.trace_writer import new_recorder
+from tritium.service.tracing.recorders import new_recorder
+from tritium.service.tracing.settings import TraceSettings
 
 EXTENSIONS = [
     "classification",
@@ -102,7 +103,7 @@ class Service:
         self.shared_memory = shared_memory if shared_memory is not None else SharedMemoryRegistry()
         # The logging extension's live settings (see service/log_settings.py).
         self.log_settings = log_settings if log_settings is not None else LogSettings()
-        # The trace extension: settings, sampling, and the trace file (see trace_*.py).
+        # The trace extension: settings, sampling, and the trace file (see service/tracing/).
         self.trace_settings = TraceSettings(trace_startup, lambda name: name in models.models)
         self.trace_recorder = new_recorder(self.trace_settings)
         extensions = EXTENSIONS + [SHM_EXTENSION] if allow_client_shm else EXTENSIONS

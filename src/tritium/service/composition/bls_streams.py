@@ -21,8 +21,8 @@ from tritium.core.errors import Cancelled, TritiumError, Unavailable
 from tritium.ipc.call_records import MAX_UNREAD, Tensor
 
 if TYPE_CHECKING:
-    from tritium.service.bls import BlsEndpoint, _InFlight
-    from tritium.service.streams import DecoupledCall
+    from tritium.service.composition.bls import BlsEndpoint, _InFlight
+    from tritium.service.requests.streams import DecoupledCall
     from tritium.workers.calls import WorkerCall
 
 TIMEOUT_MESSAGE = "Request timeout expired"

@@ -33,9 +33,9 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from tritium import __version__
 from tritium.core import InferRequest
 from tritium.core.clock import now_ns
-from tritium.service.models import LoadedVersion
-from tritium.service.trace_otel_options import DEFAULT_SERVICE_NAME, OtelOptions
-from tritium.service.trace_writer import Recorder, Window, timestamps
+from tritium.service.model.version import LoadedVersion
+from tritium.service.tracing.otel_options import DEFAULT_SERVICE_NAME, OtelOptions
+from tritium.service.tracing.recorder import Recorder, Window, timestamps
 
 log = logging.getLogger("tritium.trace")
 

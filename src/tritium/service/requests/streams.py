@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InternalError, TritiumError
-from tritium.service.trace_writer import Window, compute_window
+from tritium.service.tracing.recorder import Window, compute_window
 
 if TYPE_CHECKING:
-    from tritium.service.models import LoadedVersion
-    from tritium.service.trace_writer import Recorder
+    from tritium.service.model.version import LoadedVersion
+    from tritium.service.tracing.recorder import Recorder
 
 #: ``emit(call, response, final)``: a response (None for a final mark without one).
 Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]

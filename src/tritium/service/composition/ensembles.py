@@ -22,13 +22,13 @@ from tritium.core.errors import TritiumError, Unavailable
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
-from tritium.service.classification import OutputClassifier
-from tritium.service.generation import wait_until_idle
-from tritium.service.model_io import ModelSignature, signature_from_config
-from tritium.service.version_builder import Built
+from tritium.service.lifecycle.builder import Built
+from tritium.service.model.classification import OutputClassifier
+from tritium.service.model.signature import ModelSignature, signature_from_config
+from tritium.service.model.version import wait_until_idle
 
 if TYPE_CHECKING:
-    from tritium.service.models import ModelManager
+    from tritium.service.lifecycle.manager import ModelManager
 
 log = logging.getLogger("tritium.models")
 

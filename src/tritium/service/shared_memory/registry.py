@@ -8,7 +8,7 @@ Regions used by in-flight requests cannot vanish: every request holds a
 :class:`RegionLease`, and a region that is unregistered while leased leaves the registry
 at once but keeps its mapping until the last lease is released. Texts and codes are
 Triton's (``shared_memory_manager.cc``); keys of the server's own segments are refused
-and never echoed. A region holds no file descriptor once mapped (``shm_mapping``), and
+and never echoed. A region holds no file descriptor once mapped (``mapping.py``), and
 :class:`ShmLimits` caps how many regions, and how many bytes, clients may register and
 which keys they may name.
 """
@@ -27,7 +27,7 @@ import numpy as np
 from tritium.core.datatypes import element_count, raw_dtype, tensor_from_bytes, wire_bytes
 from tritium.core.errors import AlreadyExists, InternalError, InvalidArgument, NotFound
 from tritium.core.types import InferRequest, InferResponse
-from tritium.service.shm_mapping import Mapping
+from tritium.service.shared_memory.mapping import Mapping
 
 UINT64_MAX = 2**64 - 1
 # POSIX NAME_MAX: the longest file name /dev/shm accepts.

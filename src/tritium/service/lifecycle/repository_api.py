@@ -21,7 +21,7 @@ from tritium.repository.overrides import (
     override_file_path,
     validate_model_name,
 )
-from tritium.service.models import ModelManager
+from tritium.service.lifecycle.manager import ModelManager
 
 CONTROL_MODES = ("none", "poll", "explicit")
 #: What server metadata lists once the repository extension is served.
