@@ -59,13 +59,17 @@ class _Loaded:
 
 
 class InstantModels:
-    """What the service needs of its model manager: add_sub, served by an InstantInstance."""
+    """What the submitter needs of its model table: add_sub, served by an InstantInstance."""
 
     def __init__(self) -> None:
         self.loaded = _Loaded()
+        self.models: dict[str, object] = {}  # no entries: nothing for the manager to load
 
     def get(self, name: str, version: str) -> _Loaded:
         return self.loaded
+
+    def __contains__(self, name: object) -> bool:
+        return name == "add_sub"
 
 #: The worker's load message for add_sub (what the model manager sends).
 LOAD_SPEC = {

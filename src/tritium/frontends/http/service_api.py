@@ -35,10 +35,6 @@ class InferenceService(Protocol):
         """Triton's model configuration JSON; raises NotFound / Unavailable."""
         ...
 
-    async def infer(self, request: InferRequest) -> InferResponse:
-        """Raises TritiumError, or returns a response whose ``error`` is set."""
-        ...
-
     def submit(self, request: InferRequest) -> Completion[InferResponse]:
         """Schedule now (raising at once for requests that cannot be accepted); the
         future gets the response. Cancelling the future abandons the request."""

@@ -1,9 +1,10 @@
-"""Ensembles in the model manager: load order, loading, and the loaded version.
+"""Ensembles: the ensemble builder (one of the model manager's builders) and the version.
 
-An ensemble has no instances of its own. It loads after the models its steps name (and
-brings them along when models are loaded explicitly), its plan is checked against their
-configurations, and its scheduler submits each step through the service, so every step is
-an ordinary request to its model. It is ready only while every composing model is.
+An ensemble has no instances of its own. It loads after the models its steps name (the
+manager brings them along when models are loaded explicitly), its plan is checked against
+their configurations in the model table, and its scheduler submits each step through the
+submitter, so every step is an ordinary request to its model. It is ready only while
+every composing model is.
 """
 
 from __future__ import annotations
@@ -12,33 +13,37 @@ import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium import config as cfg
 from tritium import repository as repo
-from tritium.config.backends import ENSEMBLE_PLATFORM
-from tritium.core import Completion, InferRequest
 from tritium.core.errors import TritiumError, Unavailable
+from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
+from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
 from tritium.service.lifecycle.builder import Built
 from tritium.service.model.classification import OutputClassifier
+from tritium.service.model.reshape import OutputReshaper
 from tritium.service.model.signature import ModelSignature, signature_from_config
+from tritium.service.model.table import ModelTable
 from tritium.service.model.version import wait_until_idle
-
-if TYPE_CHECKING:
-    from tritium.service.lifecycle.manager import ModelManager
+from tritium.service.requests.submitter import SubmitStep, Submitter
+from tritium.workers import ModelInstance
 
 log = logging.getLogger("tritium.models")
 
 
 class EnsembleVersion:
-    """One ready ensemble version; the service uses it as it uses a ``LoadedVersion``."""
+    """One ready ensemble version; it serves as a ``LoadedVersion`` does (``ServedVersion``).
+
+    Steps are submitted through ``submit_step``; step models are looked up in ``table``."""
 
     def __init__(
         self,
-        manager: ModelManager,
+        submit_step: SubmitStep,
+        table: ModelTable,
         name: str,
         version: int,
         config: dict[str, Any],
@@ -51,42 +56,21 @@ class EnsembleVersion:
         self.plan = plan
         self.stats = ModelStatistics()
         self.signature: ModelSignature = signature_from_config(config)
-        self.instances: list[Any] = []
+        self.instances: list[ModelInstance] = []
         # Responses are assembled from the steps' (already shaped) outputs.
-        self.reshaper = None
+        self.reshaper: OutputReshaper | None = None
         self.classifier = OutputClassifier(self.signature.max_batch_size > 0, {})
         self.decoupled = False
-        self._manager = manager
-        self.scheduler = EnsembleScheduler(plan, self._submit_step, self.stats, self._step_timing)
-
-    def _submit_step(self, request: InferRequest) -> Completion:
-        submit = self._manager.submit_step
-        if submit is None:
-            raise Unavailable(f"ensemble '{self.name}' is not attached to a service")
-        return submit(request)
-
-    def _step_timing(self, request: InferRequest) -> tuple[int, int, int] | None:
-        """The compute times of the batch that ran step ``request``, read as it completes
-        (its instance's last finished batch is that batch then: completions call back
-        synchronously)."""
-        try:
-            loaded = self._manager.get(request.model_name, request.model_version)
-        except TritiumError:
-            return None
-        dispatched = request.dispatch_ns
-        for instance in loaded.instances:
-            # Requests of one batch share the dispatch time their instance gave them.
-            if dispatched and instance.finished_dispatch_ns == dispatched:
-                input_ns, infer_ns, output_ns = instance.finished_timing
-                return input_ns, infer_ns, output_ns
-        return None
+        self.first_response: LatencyHistogram | None = None
+        self._table = table
+        self.scheduler = EnsembleScheduler(plan, submit_step, self.stats)
 
     @property
     def ready(self) -> bool:
         """Ready while every step's model (at its version) is."""
         for step in self.plan.steps:
             try:
-                if not self._manager.get(step.model_name, step.model_version).ready:
+                if not self._table.get(step.model_name, step.model_version).ready:
                     return False
             except TritiumError:
                 return False
@@ -95,8 +79,11 @@ class EnsembleVersion:
     def busy(self) -> bool:
         return self.scheduler.statistics().in_flight > 0
 
-    def watch(self, on_gave_up: Callable[[Any, str], None]) -> None:
+    def watch(self, on_gave_up: Callable[[ModelInstance, str], None]) -> None:
         """An ensemble has no instances of its own to give up."""
+
+    def post(self, message: dict[str, Any]) -> None:
+        """An ensemble has no workers of its own to tell."""
 
     async def drain(self, timeout: float) -> bool:
         return await wait_until_idle(self.busy, timeout)
@@ -114,49 +101,58 @@ class EnsembleVersion:
         self.scheduler.close()
 
 
-def is_ensemble(pb: cfg.ModelConfig) -> bool:
-    return pb.platform == ENSEMBLE_PLATFORM or pb.HasField("ensemble_scheduling")
+class EnsembleBuilder:
+    """Builds an ensemble's versions (the manager's builder for ensemble configs): steps
+    go through ``submitter``, step models are looked up in ``table``."""
 
+    def __init__(self, submitter: Submitter, table: ModelTable, gpu_count: int = 0) -> None:
+        self._submit_step = submitter.submit_step
+        self._table = table
+        self._gpu_count = gpu_count
 
-async def build_ensemble(
-    manager: ModelManager,
-    name: str,
-    model_dir: Path,
-    pb: cfg.ModelConfig,
-    on_selected: Callable[[tuple[int, ...]], None],
-) -> Built:
-    """Complete, validate and plan the ensemble, and make each selected version (the
-    step models are loaded first by the manager)."""
-    if not pb.name:
-        pb.name = name
-    available = await asyncio.get_running_loop().run_in_executor(
-        None, repo.available_versions, model_dir
-    )
-    selection = repo.select_versions(pb.version_policy, available)
-    if not selection.selected:
-        raise Unavailable(
-            f"at least one version must be available under the version policy of model '{name}'"
+    async def build(
+        self,
+        name: str,
+        model_dir: Path,
+        pb: cfg.ModelConfig,
+        folder: PrivateFolder | None,
+        on_selected: Callable[[tuple[int, ...]], None],
+    ) -> Built:
+        """Complete, validate and plan the ensemble, and make each selected version (the
+        step models are loaded first by the manager; ``folder`` is not used)."""
+        if not pb.name:
+            pb.name = name
+        available = await asyncio.get_running_loop().run_in_executor(
+            None, repo.available_versions, model_dir
         )
-    on_selected(tuple(selection.selected))
-    gpus = manager.options.gpu_count
-    pb = cfg.complete_config(pb, name, gpu_count=gpus)
-    cfg.validate_config(pb, name, gpu_count=gpus)
-    # As Triton prints an ensemble's config: with its (non-decoupled) transaction policy,
-    # and without max_inflight_requests, a field newer than the Triton we match.
-    pb.model_transaction_policy.SetInParent()
-    config = cfg.config_to_json(pb)
-    scheduling = config.get("ensemble_scheduling", {})
-    if not scheduling.get("max_inflight_requests"):
-        scheduling.pop("max_inflight_requests", None)
+        selection = repo.select_versions(pb.version_policy, available)
+        if not selection.selected:
+            raise Unavailable(
+                f"at least one version must be available under the version policy of model '{name}'"
+            )
+        on_selected(tuple(selection.selected))
+        gpus = self._gpu_count
+        pb = cfg.complete_config(pb, name, gpu_count=gpus)
+        cfg.validate_config(pb, name, gpu_count=gpus)
+        # As Triton prints an ensemble's config: with its (non-decoupled) transaction policy,
+        # and without max_inflight_requests, a field newer than the Triton we match.
+        pb.model_transaction_policy.SetInParent()
+        config = cfg.config_to_json(pb)
+        scheduling = config.get("ensemble_scheduling", {})
+        if not scheduling.get("max_inflight_requests"):
+            scheduling.pop("max_inflight_requests", None)
+        table = self._table
 
-    def lookup(model: str, version: str) -> dict[str, Any] | None:
-        try:
-            return manager.get(model, version).config
-        except TritiumError:
-            return None
+        def lookup(model: str, version: str) -> dict[str, Any] | None:
+            try:
+                return table.get(model, version).config
+            except TritiumError:
+                return None
 
-    plan = build_plan(config, lookup)
-    built = Built(config)
-    for number in selection.selected:
-        built.loaded[number] = EnsembleVersion(manager, name, number, config, plan)  # type: ignore[assignment]
-    return built
+        plan = build_plan(config, lookup)
+        built = Built(config)
+        for number in selection.selected:
+            built.loaded[number] = EnsembleVersion(
+                self._submit_step, table, name, number, config, plan
+            )
+        return built

@@ -438,7 +438,7 @@ def write_outputs(response: InferResponse, used: RequestRegions) -> None:
             raw: bytes | memoryview = wire_bytes(out.data)
         else:
             array = np.ascontiguousarray(out.data, dtype=raw_dtype(out.datatype))
-            raw = memoryview(array.reshape(-1)).cast("B") if array.size else b""
+            raw = array.reshape(-1).data.cast("B") if array.size else b""
         size = len(raw)
         if size > target.byte_size:
             response.error = InternalError(

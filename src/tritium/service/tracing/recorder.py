@@ -6,22 +6,19 @@ from __future__ import annotations
 from tritium.core import InferRequest
 from tritium.core.clock import now_ns
 from tritium.core.completion import Completion
-from tritium.service.model.version import LoadedVersion
+from tritium.service.model.interface import ServedVersion
 
 #: (input ns, output ns) the worker measured for a request's batch; None when it never ran.
 Window = tuple[int, int] | None
 
 
-def compute_window(loaded: LoadedVersion, request: InferRequest) -> Window:
-    """(input ns, output ns) measured by the worker for the batch that ran ``request``."""
-    if not request.dispatch_ns:
+def compute_window(request: InferRequest) -> Window:
+    """(input ns, output ns) the worker measured for the batch that ran ``request``
+    (stamped on it by its instance)."""
+    timing = request.compute_ns
+    if timing is None or not request.dispatch_ns:
         return None
-    for instance in loaded.instances:
-        # Requests of one batch share the dispatch time their instance gave them.
-        if instance.finished_dispatch_ns == request.dispatch_ns:
-            input_ns, _, output_ns = instance.finished_timing
-            return input_ns, output_ns
-    return None
+    return timing[0], timing[2]
 
 
 def timestamps(request: InferRequest, end_ns: int, window: Window) -> list[tuple[str, int]]:
@@ -44,13 +41,16 @@ def timestamps(request: InferRequest, end_ns: int, window: Window) -> list[tuple
 class Recorder:
     """What both trace modes share: a sampled request's end becomes one ``record``."""
 
-    def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
+    def finish(self, loaded: ServedVersion, request: InferRequest, done: Completion) -> None:
         """Done-callback of a sampled request: record its trace."""
-        window = None if done.cancelled() else compute_window(loaded, request)
+        window = None if done.cancelled() else compute_window(request)
         self.record(loaded, request, now_ns(), window)
 
     def record(
-        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
+        self, loaded: ServedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         """Record the trace of a request that ended at ``end`` (monotonic ns)."""
         raise NotImplementedError
+
+    async def close(self) -> None:
+        """Write or export what is still held (at shutdown)."""

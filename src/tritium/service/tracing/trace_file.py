@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from tritium.core import InferRequest
-from tritium.service.model.version import LoadedVersion
+from tritium.service.model.interface import ServedVersion
 from tritium.service.tracing.recorder import Recorder, Window, timestamps
 from tritium.service.tracing.settings import TraceSettings
 
@@ -39,7 +39,7 @@ class TraceRecorder(Recorder):
         self._dropped = False
 
     def record(
-        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
+        self, loaded: ServedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         trace_id = self._next_id
         self._next_id += 1
