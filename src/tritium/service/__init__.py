@@ -9,14 +9,8 @@ from tritium.service.lifecycle.manager import ModelManager
 from tritium.service.model.table import ModelTable
 from tritium.service.requests.streams import DecoupledCall
 from tritium.service.requests.submitter import Submitter
-from tritium.service.shared_memory.registry import (
-    Region,
-    RegionLease,
-    RequestRegions,
-    SharedMemoryRegistry,
-    attach_request,
-    write_outputs,
-)
+from tritium.service.shared_memory.registry import Region, RegionLease, SharedMemoryRegistry
+from tritium.service.shared_memory.tensors import RequestRegions, attach_request, write_outputs
 
 __all__ = [
     "DecoupledCall",

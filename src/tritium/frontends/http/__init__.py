@@ -1,6 +1,6 @@
 """HTTP/REST frontend: KServe v2 + Triton's binary tensor extension on asyncio + httptools.
 
-A thin adapter: parse the request, call the :class:`InferenceService`, encode the
+A thin adapter: parse the request, call the service (``tritium.service.api.ServiceApi``), encode the
 answer, map errors to Triton's status codes. The codec modules (``infer_decode``,
 ``infer_encode``, ``json_tensors``) are sans-IO and testable byte for byte.
 """
@@ -16,7 +16,6 @@ from tritium.frontends.http.infer_encode import encode_infer_response
 from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_response, json_response
 from tritium.frontends.http.router import Match, Router
 from tritium.frontends.http.server import DEFAULT_MAX_INPUT_SIZE, HttpServer, start_http_server
-from tritium.frontends.http.service_api import InferenceService
 from tritium.frontends.http.status import HTTP_STATUS, status_for
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "HttpServer",
-    "InferenceService",
     "Match",
     "OutputPref",
     "OutputPrefs",

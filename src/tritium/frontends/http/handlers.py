@@ -54,12 +54,8 @@ from tritium.frontends.http.messages import (
 from tritium.frontends.http.observability import ObservabilityRoutes
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
-from tritium.frontends.http.service_api import (
-    InferenceService,
-    ReadinessReasons,
-    SharedMemoryService,
-)
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
+from tritium.service.api import ServiceApi
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -96,7 +92,7 @@ async def _compressed_off_loop(
 class KServeRoutes:
     """Handlers for the v2 health, metadata, config and infer endpoints."""
 
-    def __init__(self, service: InferenceService, max_input_size: int) -> None:
+    def __init__(self, service: ServiceApi, max_input_size: int) -> None:
         self._service = service
         self._max_input_size = max_input_size
 
@@ -113,8 +109,7 @@ class KServeRoutes:
             add("GET", base + "/stats", self.model_statistics)
         add("GET", "/v2/models/stats", self.model_statistics)
         SharedMemoryRoutes(self._service).register(router)
-        if hasattr(self._service, "log_settings"):
-            ObservabilityRoutes(self._service).register(router)
+        ObservabilityRoutes(self._service).register(router)
         RepositoryRoutes(self._service).register(router)
         GenerateRoutes(self._service).register(router)
 
@@ -137,9 +132,8 @@ class KServeRoutes:
         try:
             if service.ready():
                 return EMPTY_OK
-            if isinstance(service, ReadinessReasons):
-                # Triton's status with an empty body; tritium says which model and why.
-                return error_response(400, service.not_ready_reason())
+            # Triton's status with an empty body; tritium says which model and why.
+            return error_response(400, service.not_ready_reason())
         except TritiumError:
             pass
         return _NOT_READY_EMPTY
@@ -326,7 +320,6 @@ def _infer_error(exc: Exception) -> HttpResponse:
 # ----------------------------------------------------------- shared memory
 
 _UINT64_MAX = 2**64 - 1
-_NO_SHM = "the shared-memory extension is not available on this server"
 
 
 def _register_body(body: bytes, fields: tuple[str, ...]) -> dict:
@@ -357,8 +350,8 @@ class SharedMemoryRoutes:
     """``/v2/systemsharedmemory/...`` and ``/v2/cudasharedmemory/...``, as Triton serves
     them: status answers a JSON list, register and unregister an empty 200."""
 
-    def __init__(self, service: object) -> None:
-        self._service = service if isinstance(service, SharedMemoryService) else None
+    def __init__(self, service: ServiceApi) -> None:
+        self._service = service
 
     def register(self, router: Router) -> None:
         add = router.add
@@ -371,9 +364,7 @@ class SharedMemoryRoutes:
             add("POST", base + "/unregister", partial(self.unregister, cuda))
             add("POST", base + "/region/{region}/unregister", partial(self.unregister, cuda))
 
-    def _shm(self) -> SharedMemoryService:
-        if self._service is None:
-            raise Unsupported(_NO_SHM)
+    def _shm(self) -> ServiceApi:
         return self._service
 
     def status(self, cuda: bool, request: HttpRequest, params: Params) -> HttpResponse:

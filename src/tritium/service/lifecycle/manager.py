@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Collection, Coroutine
 from functools import partial
 from pathlib import Path
@@ -31,8 +30,9 @@ from tritium.service.lifecycle.builder import (
     read_config,
 )
 from tritium.service.lifecycle.dependencies import is_ensemble, model_dependencies
+from tritium.service.lifecycle.folders import find, folder_names, scan
+from tritium.service.lifecycle.swap import keep_serving, swap_versions
 from tritium.service.model.entry import (
-    READY,
     UNAVAILABLE,
     UNLOADED,
     UNLOADING,
@@ -91,26 +91,14 @@ class ModelManager:
 
     async def folder_names(self) -> list[str]:
         """The model folders of the repositories, duplicates included."""
-
-        def scan() -> list[str]:
-            names: set[str] = set()
-            for root in self.roots:
-                try:
-                    for item in os.scandir(root):
-                        if not item.name.startswith(".") and item.is_dir():
-                            names.add(item.name)
-                except OSError:
-                    continue
-            return sorted(names)
-
-        return await asyncio.get_running_loop().run_in_executor(None, scan)
+        return await folder_names(self.roots)
 
     # -- loading ------------------------------------------------------------------------
 
     async def load_all(self, only: Collection[str] | None = None) -> None:
         """Load every model of the repositories (or just ``only``, for explicit control)."""
         try:
-            sources = await self._scan()
+            sources = await scan(self.roots)
         except repo.DuplicateModelError as exc:
             sources = exc.models
             for name in exc.duplicates:
@@ -166,23 +154,6 @@ class ModelManager:
             entry = self.models[name] = ModelEntry(name)
         return entry
 
-    async def _scan(self) -> dict[str, repo.ModelSource]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, repo.scan_repositories, self.roots)
-
-    async def _find(self, name: str) -> repo.ModelSource:
-        """The folder of ``name`` in the repositories (one of them)."""
-
-        def find() -> list[Path]:
-            return [root / name for root in self.roots if (root / name).is_dir()]
-
-        found = await asyncio.get_running_loop().run_in_executor(None, find)
-        if not found:
-            raise InternalError(f"failed to load '{name}', failed to poll from model repository")
-        if len({p.resolve() for p in found}) > 1:
-            raise InvalidArgument(f"failed to load '{name}': {repo.DUPLICATE_REASON}")
-        return repo.ModelSource(name, found[0], found[0].parent)
-
     async def _load_named(
         self, name: str, override: LoadOverride | None, chain: tuple[str, ...], *, retry: bool
     ) -> None:
@@ -191,7 +162,7 @@ class ModelManager:
                 f"circular dependency between models: {' -> '.join((*chain, name))}"
             )
         with_files = override is not None and bool(override.files)
-        source = None if with_files else await self._find(name)
+        source = None if with_files else await find(self.roots, name)
         entry = self._entry(name)
         async with entry.lock:
             entry.wanted = True
@@ -288,20 +259,8 @@ class ModelManager:
         stamp: Fingerprint | None,
         overridden: bool,
     ) -> None:
-        """A load that failed before any version was built: what served keeps serving."""
         log.error("failed to load model '%s': %s", entry.name, reason)
-        entry.attempted, entry.load_error = stamp, reason
-        if entry.has_loaded():
-            entry.versions = {
-                v: VersionStatus(v, s.state, _kept_reason(reason), s.loaded)
-                if s.loaded is not None
-                else s
-                for v, s in entry.versions.items()
-            }
-            return
-        entry.versions = {}
-        entry.state, entry.reason = UNAVAILABLE, reason
-        entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
+        keep_serving(entry, reason, model_dir, stamp, overridden)
 
     def _swap(
         self,
@@ -311,34 +270,8 @@ class ModelManager:
         stamp: Fingerprint | None,
         overridden: bool,
     ) -> None:
-        """Put the built versions in service in one assignment; retire what they replace."""
-        old = entry.versions
-        new: dict[int, VersionStatus] = {}
-        for number, loaded in built.loaded.items():
-            new[number] = VersionStatus(number, READY, "", loaded)
-        for number, reason in built.failed.items():
-            previous = old.get(number)
-            if previous is not None and previous.loaded is not None:
-                new[number] = VersionStatus(number, READY, _kept_reason(reason), previous.loaded)
-            else:
-                new[number] = VersionStatus(number, UNAVAILABLE, reason)
-        kept = {id(s.loaded) for s in new.values() if s.loaded is not None}
-        retired: list[ServedVersion] = []
-        for number, status in old.items():
-            if status.loaded is not None and id(status.loaded) not in kept:
-                retired.append(status.loaded)
-            if number not in new:
-                was_loaded = status.loaded is not None or status.reason == UNLOADED
-                new[number] = VersionStatus(
-                    number, UNAVAILABLE, UNLOADED if was_loaded else status.reason
-                )
-        entry.versions = new  # the swap
-        entry.config = built.config
-        entry.state = READY if built.loaded else UNAVAILABLE
-        entry.reason = "" if built.loaded else "no version could be loaded"
-        entry.model_dir, entry.stamp, entry.overridden = model_dir, stamp, overridden
-        entry.attempted = stamp
-        entry.load_error = "; ".join(built.failed.values())
+        """Put the built versions in service; watch them; retire what they replace."""
+        retired = swap_versions(entry, built, model_dir, stamp, overridden)
         for loaded in built.loaded.values():
             loaded.watch(partial(self._instance_gave_up, entry, loaded))
         for loaded in retired:
@@ -432,10 +365,6 @@ class ModelManager:
 
 def model_dependencies_of(entry: ModelEntry) -> list[str]:
     return model_dependencies(entry.config) if entry.config is not None else []
-
-
-def _kept_reason(reason: str) -> str:
-    return f"the previous load keeps serving; the new load failed: {reason}"
 
 
 def _forget(tasks: set[asyncio.Task[Any]]) -> Any:

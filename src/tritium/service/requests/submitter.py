@@ -21,12 +21,8 @@ from tritium.service.model.table import ModelTable
 from tritium.service.requests.failures import failure_reason
 from tritium.service.requests.spin import LoneRequestSpinner
 from tritium.service.requests.streams import DecoupledCall, Emit
-from tritium.service.shared_memory.registry import (
-    RequestRegions,
-    SharedMemoryRegistry,
-    attach_request,
-    write_outputs,
-)
+from tritium.service.shared_memory.registry import SharedMemoryRegistry
+from tritium.service.shared_memory.tensors import RequestRegions, attach_request, write_outputs
 from tritium.service.tracing.recorder import Recorder
 from tritium.service.tracing.settings import TraceSettings
 
