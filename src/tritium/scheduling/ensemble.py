@@ -2,7 +2,7 @@
 
 Callback-driven, with no task per request. A step starts the moment the last tensor it
 reads exists, so independent branches run side by side; each step is one request to its
-model, submitted through ``submit_step`` (the service's submit), so that model's own
+model, submitted through ``submit_step`` (the submitter's), so that model's own
 scheduler (dynamic batching, instance groups) and statistics apply. Step outputs are the
 arrays the worker replies gave the server: they become the next step's inputs as they are,
 with no trip back through a frontend. Each step is a :class:`StepRequest`: a large output

@@ -1,7 +1,7 @@
 """A BLS call to a decoupled model (``exec(decoupled=True)``), served in the main process.
 
-The request goes through the submitter's ``submit_step(request, stream=...)`` like a client's stream;
-each response the model sends becomes one answer on the caller's call channel, in order,
+The request goes through the submitter's ``submit_step(request, stream=...)`` like a
+client's stream; each response the model sends becomes one answer on the caller's call channel, in order,
 and the model's final mark ends the call with a last answer (the final response, or an
 empty one when the model sent the final flag alone, as Triton's iterator yields).
 

@@ -2,9 +2,9 @@
 looked up in the model table, validated, handed to its model's scheduler, and settled.
 
 Everything a response needs after the model answered happens in ONE done-callback per
-request, :func:`settle`, whose order is stated there; requests that need none of the
-optional steps (shared memory, classification, reshape, tracing, the spinner) pay only for
-the model lookup, validation, scheduling and the statistics.
+request, :func:`settle`, whose order is stated there; a request that needs none of the
+optional steps (shared memory, classification, reshape, tracing, the spinner) is settled by
+:func:`settle_plain` (the statistics alone) and pays nothing for the others.
 """
 
 from __future__ import annotations
@@ -124,9 +124,19 @@ class Submitter:
         recorder = None
         if self.trace_settings.active and self._traced(loaded, request):
             recorder = self.recorder
+        # Registered before the frontend's own callback: it sees the settled response.
+        if (
+            used is None
+            and spinner is None
+            and recorder is None
+            and loaded.reshaper is None
+            and request.classification is None
+        ):
+            # The usual request: of settle's steps only the statistics apply.
+            done.add_done_callback(partial(settle_plain, loaded, request))
+            return done
         if spinner is not None:
             spinner.begin()
-        # Registered before the frontend's own callback: it sees the settled response.
         done.add_done_callback(partial(settle, loaded, request, used, spinner, recorder))
         return done
 
@@ -190,7 +200,8 @@ def settle(
 
     Steps 1-3 run only on a successful response, so statistics, shared memory and the
     frontend (whose callback runs after this one) see the outputs as the client gets them.
-    Steps 4-6 always run, even when an earlier step raised.
+    Steps 4-6 always run, even when an earlier step raised. A request that needs none of
+    the optional steps (1-3, 5, 6) is settled by :func:`settle_plain` instead: step 4 alone.
     """
     cancelled = done.cancelled()
     exc = None if cancelled else done.exception()
@@ -227,3 +238,26 @@ def settle(
             spinner.end()
         if recorder is not None:
             recorder.finish(loaded, request, done)
+
+
+def settle_plain(
+    loaded: ServedVersion, request: InferRequest, done: Completion[InferResponse]
+) -> None:
+    """:func:`settle` for a request without shared memory, classification, reshape,
+    tracing or spinner: stamp the response and count it (step 4)."""
+    start = request.arrival_ns
+    if done.cancelled():
+        loaded.stats.record_failure(now_ns() - start, CANCELED)
+        return
+    exc = done.exception()
+    if exc is not None:
+        loaded.stats.record_failure(now_ns() - start, failure_reason(exc))
+        return
+    response = done.result()
+    response.model_name = loaded.name
+    response.model_version = loaded.version_str
+    response.id = request.id
+    if response.error is None:
+        loaded.stats.record_request(True, now_ns() - start, request.dispatch_ns - start)
+    else:
+        loaded.stats.record_failure(now_ns() - start, BACKEND)
