@@ -51,7 +51,7 @@ def main() -> int:
             continue
         entries += deb822_entries(text) if path.endswith(".sources") else one_line_entries(text)
     lines = []
-    for uri, suite, components in entries:
+    for uri, suite, _components in entries:
         if suite in SUITES:
             line = f"deb {uri} {suite} main"
             if line not in lines:
