@@ -34,7 +34,10 @@ say "engine: $(podman --version) (CONTAINERS_CONF=$CONTAINERS_CONF)"
 rm -rf "$WORK/context"
 mkdir -p "$WORK/context/wheels"
 say "building wheels with $("$PYTHON" -m pip --version | cut -d' ' -f1-2) into build/image/context/wheels"
-"$PYTHON" -m pip wheel --quiet --wheel-dir "$WORK/context/wheels" "$ROOT[opentelemetry]"
+if ! "$PYTHON" -m pip wheel --quiet --wheel-dir "$WORK/context/wheels" "$ROOT[opentelemetry]" \
+        >"$WORK/pip-wheel.log" 2>&1; then
+    cat "$WORK/pip-wheel.log"; say "FAILED: pip wheel"; exit 1
+fi
 say "$(ls "$WORK/context/wheels" | wc -l) wheels, $(du -sh "$WORK/context/wheels" | cut -f1)"
 
 # 2. Base image.
