@@ -32,12 +32,7 @@ from tritium.frontends.http.compression import (
     response_encoding,
 )
 from tritium.frontends.http.generate import GenerateRoutes
-from tritium.frontends.http.infer_decode import (
-    OutputPrefs,
-    decode_infer_request,
-    decode_raw_request,
-    parse_header_length,
-)
+from tritium.frontends.http.infer_decode import decode_infer_request, parse_header_length
 from tritium.frontends.http.infer_encode import BigJsonOutput, encode_infer_response
 from tritium.frontends.http.messages import (
     CONTENT_BINARY,
@@ -52,6 +47,8 @@ from tritium.frontends.http.messages import (
     json_response,
 )
 from tritium.frontends.http.observability import ObservabilityRoutes
+from tritium.frontends.http.output_prefs import OutputPrefs
+from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.service_api import (

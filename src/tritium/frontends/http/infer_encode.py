@@ -17,13 +17,13 @@ import orjson
 from tritium.core import datatypes
 from tritium.core.errors import InternalError, Unsupported
 from tritium.core.types import InferResponse
-from tritium.frontends.http.infer_decode import BINARY_PREF, JSON_PREF, OutputPrefs
 from tritium.frontends.http.json_tensors import (
     SLICED_OUTPUT_ELEMENTS,
     encode_json_data,
     json_data_chunks,
     nonfinite_json,
 )
+from tritium.frontends.http.output_prefs import BINARY_PREF, JSON_PREF, OutputPrefs
 
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 # Marks where prepared JSON text goes; random so output strings cannot forge it.
