@@ -7,6 +7,7 @@ handlers never touch the transport.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -15,6 +16,8 @@ import orjson
 from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
 from tritium.frontends.http.status import error_body, status_for
+
+logger = logging.getLogger("tritium.frontends.http")
 
 CONTENT_JSON = b"application/json"
 CONTENT_TEXT = b"text/plain"
@@ -72,6 +75,13 @@ def error_response(
 
 def from_error(error: TritiumError, content_type: bytes | None = CONTENT_JSON) -> HttpResponse:
     return HttpResponse(status_for(error), error_body(error.message), content_type)
+
+
+def internal_error(exc: BaseException, what: str) -> HttpResponse:
+    """A 500 for an unexpected failure in ``what``; the traceback goes to the log, never
+    to the client."""
+    logger.error("unexpected error in %s", what, exc_info=exc)
+    return error_response(500, f"internal error in {what}")
 
 
 EMPTY_OK = HttpResponse(200, b"", CONTENT_TEXT)
