@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
 from tritium.core.completion import Completion
-from tritium.core.errors import NotFound, TritiumError, Unsupported
+from tritium.core.errors import NotFound, TritiumError
 from tritium.frontends.grpc import observability, shared_memory
 from tritium.frontends.grpc.infer_calls import (
     Finish,
@@ -126,13 +126,6 @@ async def _model_statistics(service: Service, request: Any) -> Any:
 
 
 # ------------------------------------------------------------ not served (yet)
-
-
-def _unsupported(what: str) -> Callable[[Service, Any], Awaitable[Any]]:
-    async def handler(service: Service, request: Any) -> Any:
-        raise Unsupported(f"{what} is not supported by this server yet")
-
-    return handler
 
 
 def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:

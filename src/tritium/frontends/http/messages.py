@@ -33,10 +33,6 @@ class HttpRequest:
     body: bytes = b""
     http10: bool = False
 
-    def header(self, name: str) -> str | None:
-        """Header value by lower-case name (the last one wins when repeated)."""
-        return self.headers.get(name)
-
 
 @dataclass(slots=True)
 class HttpResponse:
