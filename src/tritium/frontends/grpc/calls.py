@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
@@ -68,7 +69,7 @@ class Method:
 
     path: str
     name: str
-    request_type: type
+    request_type: type[Message]
     kind: str
     handler: Callable[..., Any]
     begin: Callable[..., tuple[Completion, Finish]] | None = None
@@ -139,7 +140,7 @@ def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
 
 def _method(
     name: str,
-    request_type: type,
+    request_type: type[Message],
     handler: Callable[..., Any],
     *,
     kind: str = UNARY,

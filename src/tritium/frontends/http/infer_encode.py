@@ -37,11 +37,11 @@ def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
         return datatypes.wire_bytes(array)
     if array.flags.c_contiguous and array.dtype == datatypes.raw_dtype(datatype) and array.size:
         # Already laid out as the wire wants it (the usual case): no conversion.
-        return memoryview(array).cast("B")
+        return memoryview(array).cast("B")  # type: ignore[arg-type]  # arrays are buffers
     flat = np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).reshape(-1)
     if flat.size == 0:
         return b""
-    return memoryview(flat).cast("B")
+    return memoryview(flat).cast("B")  # type: ignore[arg-type]  # arrays are buffers
 
 
 def _parameters(params: dict) -> dict:

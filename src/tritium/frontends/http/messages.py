@@ -8,7 +8,7 @@ handlers never touch the transport.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -56,7 +56,8 @@ class DeferredResponse:
     cancelling ``future`` (the client went away) abandons the work."""
 
     future: Completion
-    finish: Callable[[Completion], HttpResponse]
+    #: An awaitable when the answer is finished off the event loop (a task awaits it).
+    finish: Callable[[Completion], HttpResponse | Awaitable[HttpResponse]]
 
 
 def json_response(obj: object, status: int = 200) -> HttpResponse:

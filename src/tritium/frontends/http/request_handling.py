@@ -100,7 +100,10 @@ class RequestHandling(ResponseWriting):
             self._flush()
 
     def _deferred_done(
-        self, slot: Slot, finish: Callable[[Completion], HttpResponse], done: Completion
+        self,
+        slot: Slot,
+        finish: Callable[[Completion], HttpResponse | Awaitable[HttpResponse]],
+        done: Completion,
     ) -> None:
         slot.pending = None
         if done.cancelled():

@@ -13,6 +13,7 @@ unary answer; ``call_opening`` checks the headers and starts it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import Any
@@ -166,7 +167,7 @@ class GrpcCall(StreamReplies):
 
     # --------------------------------------------------------------- response
 
-    def _unary_done(self, future: Completion) -> None:
+    def _unary_done(self, future: Completion | asyncio.Task) -> None:
         self.future = None
         if self.closed or future.cancelled():
             return
@@ -189,12 +190,13 @@ class GrpcCall(StreamReplies):
             self.future = proto.loop.create_task(self._send_compressed(payload, encoding))
             return
         if encoding is None and len(payload) <= proto.max_message_length:
-            prefix: bytes | None = _pack_prefix(0, len(payload))
+            prefix = _pack_prefix(0, len(payload))
         else:
-            prefix, payload = self._frame(payload, encoding)
-            if prefix is None:
+            framed, payload = self._frame(payload, encoding)
+            if framed is None:
                 proto.schedule_flush()
                 return
+            prefix = framed
         self._send_final(encoding, prefix, payload)
 
     async def _send_compressed(self, payload: bytes | SplitMessage, encoding: str) -> None:

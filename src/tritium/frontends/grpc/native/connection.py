@@ -144,7 +144,7 @@ class H2Connection(ControlFrames):
 
     # --------------------------------------------------------------- receive
 
-    def receive(self, data: bytes) -> None:
+    def receive(self, data: bytes | bytearray) -> None:
         """Process bytes from the peer (any split)."""
         if self.closed:
             return
