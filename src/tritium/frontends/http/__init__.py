@@ -1,8 +1,11 @@
 """HTTP/REST frontend: KServe v2 + Triton's binary tensor extension on asyncio + httptools.
 
 A thin adapter: parse the request, call the :class:`InferenceService`, encode the
-answer, map errors to Triton's status codes. The codec modules (``infer_decode``,
-``infer_encode``, ``json_tensors``) are sans-IO and testable byte for byte.
+answer, map errors to Triton's status codes. The codec modules (``infer_decode`` with
+``infer_parameters``, ``infer_inputs`` and ``raw_request``; ``infer_encode``,
+``json_tensors``) are sans-IO and testable byte for byte. A connection is
+``protocol.HttpProtocol``, built on ``request_reading``, ``request_handling`` and
+``response_writing``.
 """
 
 from tritium.frontends.http.infer_decode import decode_infer_request, parse_header_length
