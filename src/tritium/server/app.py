@@ -37,6 +37,7 @@ from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
+from tritium.service.cache import ResponseStore
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
@@ -88,6 +89,7 @@ def build_service(
     model_control_mode: str = "none",
     spinner: LoneRequestSpinner | None = None,
     table: ModelTable | None = None,
+    response_store: ResponseStore | None = None,
 ) -> Wiring:
     """Wire the service layer over the model repositories ``roots`` (see the module's
     docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
@@ -105,9 +107,12 @@ def build_service(
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
     versions = VersionBuilder(
-        options, calls=bls, lone_request=spinner.lone if spinner.enabled else None
+        options,
+        calls=bls,
+        lone_request=spinner.lone if spinner.enabled else None,
+        response_store=response_store,
     )
-    ensembles = EnsembleBuilder(submitter, table, options.gpu_count)
+    ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles)
     repository = RepositoryControl(manager, model_control_mode, model_code)
     service = Service(
