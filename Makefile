@@ -26,16 +26,21 @@ serve: $(VENV)/.installed-serve
 	$(BIN)/tritium serve --model-repository=examples/model_repository \
 		--http-port=$(HTTP_PORT) --grpc-port=$(GRPC_PORT) --metrics-port=$(METRICS_PORT)
 
-test: $(VENV)/.installed-test
+# The quality gates run first; any finding fails the target before the tests start.
+test: lint
 	$(BIN)/python -m pytest -q
 
+# Lint, types (settings in pyproject.toml) and import layering (the [tool.importlinter]
+# contracts, the layers of docs/architecture.md).
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
-check: lint test
+check: test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
