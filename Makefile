@@ -31,7 +31,8 @@ test: lint
 	$(BIN)/python -m pytest -q
 
 # Lint, types (settings in pyproject.toml) and import layering (the [tool.importlinter]
-# contracts, the layers of docs/architecture.md).
+# contracts: core < config < repository, backends, ipc < scheduling, workers < service <
+# frontends < server < cli).
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy src
