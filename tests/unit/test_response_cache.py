@@ -65,7 +65,8 @@ def test_key_bytes_tensors_packed_or_objects_agree() -> None:
     objects = np.array([b"ab", b"c"], dtype=np.object_)
     packed = PackedBytes(serialize_bytes(objects), (2,))
     assert request_key(prefix, [_input("S", objects, "BYTES")]) == request_key(
-        prefix, [_input("S", packed, "BYTES")]  # type: ignore[arg-type]
+        prefix,
+        [_input("S", packed, "BYTES")],  # type: ignore[arg-type]
     )
 
 

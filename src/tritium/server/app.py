@@ -37,7 +37,7 @@ from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
-from tritium.service.cache import ResponseStore
+from tritium.service.cache import ResponseStore, parse_cache_config
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
@@ -155,6 +155,7 @@ class Server:
             verbose=settings.log_verbose,
             fmt=settings.log_format,
         )
+        self.response_store = _response_store(settings)
         wiring = build_service(
             [Path(p) for p in settings.model_repository],
             options,
@@ -167,6 +168,7 @@ class Server:
             spinner=LoneRequestSpinner(
                 settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
             ),
+            response_store=self.response_store,
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,
@@ -246,7 +248,9 @@ class Server:
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
+            self.metrics = await _start_metrics(
+                self.service, self.settings, self.metrics_config, self.response_store
+            )
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
@@ -332,7 +336,15 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     return await start_grpc_server(service, options)
 
 
-async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:
+def _response_store(settings: Settings) -> ResponseStore | None:
+    """The server's response cache, when --cache-config (or its older spelling) asks for one."""
+    config = parse_cache_config(settings.cache_config, settings.response_cache_byte_size)
+    return ResponseStore(config.size) if config is not None else None
+
+
+async def _start_metrics(
+    service: Service, s: Settings, config: MetricsConfig, store: ResponseStore | None
+) -> MetricsServer:
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
 
     options = MetricsOptions(
@@ -342,6 +354,7 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
         cpu_metrics=s.allow_cpu_metrics,
         gpu_metrics=s.allow_gpu_metrics,
         config=config,
+        response_store=store,
     )
     return await start_metrics_server(service, options)
 

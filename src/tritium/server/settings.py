@@ -300,6 +300,26 @@ class Settings:
         metavar="[<mode>,]<setting>=<value>",
     )
 
+    # --- Response cache -----------------------------------------------------------------
+    cache_config: tuple[str, ...] = opt(
+        (),
+        "Response cache, as local,size=<bytes>: a cache of that many bytes for the models "
+        "whose config has response_cache { enable: true } (no cache: every request runs).",
+        "Cache",
+        metavar="local,size=<bytes>",
+    )
+    cache_directory: str = opt(
+        "",
+        "Accepted as tritonserver takes it (the folder of its cache libraries); the local "
+        "cache is built in.",
+        "Cache",
+    )
+    response_cache_byte_size: int | None = opt(
+        None,
+        "Deprecated spelling of --cache-config local,size=<bytes>.",
+        "Cache",
+    )
+
     # --- Backend ------------------------------------------------------------------------
     backend_config: tuple[tuple[str, str, str], ...] = opt(
         (),
@@ -312,8 +332,7 @@ class Settings:
     # --- Connection limits and restricted APIs ------------------------------------------
     http_keep_alive_timeout_secs: int = opt(
         75,
-        "Seconds an HTTP connection may stay idle between requests before it is closed "
-        "(0: never).",
+        "Seconds an HTTP connection may stay idle between requests before it is closed (0: never).",
         "HTTP",
     )
     http_header_timeout_secs: int = opt(

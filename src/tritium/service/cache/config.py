@@ -31,9 +31,7 @@ def parse_cache_config(values: Iterable[str], byte_size: int | None = None) -> C
             )
         key, eq, text = setting.partition("=")
         if not eq or key.strip() != "size":
-            raise ValueError(
-                f"--cache-config: expected 'local,size=<bytes>', got '{value}'"
-            )
+            raise ValueError(f"--cache-config: expected 'local,size=<bytes>', got '{value}'")
         size = _byte_count(text, "--cache-config")
     if byte_size is not None and size is None:
         size = byte_size

@@ -47,9 +47,8 @@ def raw_view(data: np.ndarray | PackedBytes) -> memoryview:
     for a contiguous numeric array."""
     if type(data) is PackedBytes or data.dtype == _OBJECT:
         return memoryview(wire_bytes(data)).cast("B")
-    if not data.flags.c_contiguous:
-        data = np.ascontiguousarray(data)
-    return memoryview(data).cast("B")
+    array = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+    return array.data.cast("B")
 
 
 def _name(tensor: InputTensor) -> str:

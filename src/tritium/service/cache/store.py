@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -36,23 +37,24 @@ class CachedResponse:
         self.owner = owner
 
 
-def keep_outputs(outputs: Sequence[OutputTensor], key: bytes) -> tuple[tuple[OutputTensor, ...], int]:
+def keep_outputs(
+    outputs: Sequence[OutputTensor], key: bytes
+) -> tuple[tuple[OutputTensor, ...], int]:
     """Owned, read-only copies of ``outputs`` (they may view a worker's arena) and the
     bytes the entry costs."""
     kept = []
     nbytes = len(key)
     for output in outputs:
-        data = output.data
+        data: Any = output.data
         if type(data) is PackedBytes or data.dtype == _OBJECT:
-            data = PackedBytes(bytes(wire_bytes(data)), tuple(output.shape))
-            payload = len(data.raw)
+            raw = bytes(wire_bytes(data))
+            data = PackedBytes(raw, tuple(output.shape))
+            payload = len(raw)
         else:
             data = np.array(data, copy=True, order="C")
             data.flags.writeable = False
             payload = data.nbytes
-        nbytes += (
-            payload + len(output.name) + len(output.datatype) + _DIM_BYTES * len(output.shape)
-        )
+        nbytes += payload + len(output.name) + len(output.datatype) + _DIM_BYTES * len(output.shape)
         kept.append(OutputTensor(output.name, output.datatype, tuple(output.shape), data))
     return tuple(kept), nbytes
 
