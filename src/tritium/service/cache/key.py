@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from hashlib import blake2b
+from operator import attrgetter
+from struct import Struct
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,8 @@ from tritium.core.types import InputTensor
 #: 128-bit digests: a collision between two live entries is not a practical concern.
 DIGEST_SIZE = 16
 _OBJECT = np.dtype(np.object_)
+_LENGTHS = Struct("<IQ")
+_name = attrgetter("name")
 
 
 def version_prefix(name: str, version: str, generation: int) -> bytes:
@@ -34,9 +39,11 @@ def request_key(prefix: bytes, inputs: Sequence[InputTensor]) -> bytes:
         inputs = sorted(inputs, key=_name)
     for tensor in inputs:
         name = tensor.name.encode()
-        data = raw_view(tensor.data)
+        data: Any = tensor.data
+        if type(data) is not np.ndarray or data.dtype.hasobject or not data.flags.c_contiguous:
+            data = raw_view(data)
         # Lengths first, so (name, bytes) pairs cannot run into each other.
-        update(b"%d:%d:" % (len(name), data.nbytes))
+        update(_LENGTHS.pack(len(name), data.nbytes))
         update(name)
         update(data)
     return digest.digest()
@@ -49,7 +56,3 @@ def raw_view(data: np.ndarray | PackedBytes) -> memoryview:
         return memoryview(wire_bytes(data)).cast("B")
     array = data if data.flags.c_contiguous else np.ascontiguousarray(data)
     return array.data.cast("B")
-
-
-def _name(tensor: InputTensor) -> str:
-    return tensor.name

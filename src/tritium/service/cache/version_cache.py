@@ -57,8 +57,9 @@ class VersionCache:
         execute: Callable[[InferRequest], Completion[InferResponse]],
     ) -> Completion[InferResponse]:
         """Answer ``request`` from the store, or from an identical request in flight, or
-        run it with ``execute`` (the scheduler's submit) and keep its response."""
-        start = now_ns()
+        run it with ``execute`` (the scheduler's submit) and keep its response. The lookup
+        is timed from the request's arrival (stamped just before)."""
+        start = request.arrival_ns or now_ns()
         store = self.store
         key = request_key(self._prefix, request.inputs)
         entry = store.lookup(key)
