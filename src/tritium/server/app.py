@@ -37,7 +37,7 @@ from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
-from tritium.service.cache import ResponseStore, parse_cache_config
+from tritium.service.cache import ResponseStore, new_store
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
@@ -111,12 +111,8 @@ def build_service(
     )
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
-    versions = VersionBuilder(
-        options,
-        calls=bls,
-        lone_request=spinner.lone if spinner.enabled else None,
-        response_store=response_store,
-    )
+    lone = spinner.lone if spinner.enabled else None
+    versions = VersionBuilder(options, calls=bls, lone_request=lone, response_store=response_store)
     ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles)
     repository = RepositoryControl(manager, model_control_mode, model_code)
@@ -155,7 +151,7 @@ class Server:
             verbose=settings.log_verbose,
             fmt=settings.log_format,
         )
-        self.response_store = _response_store(settings)
+        self.response_store = new_store(settings.cache_config, settings.response_cache_byte_size)
         wiring = build_service(
             [Path(p) for p in settings.model_repository],
             options,
@@ -334,12 +330,6 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     from tritium.frontends.grpc import start_grpc_server
 
     return await start_grpc_server(service, options)
-
-
-def _response_store(settings: Settings) -> ResponseStore | None:
-    """The server's response cache, when --cache-config (or its older spelling) asks for one."""
-    config = parse_cache_config(settings.cache_config, settings.response_cache_byte_size)
-    return ResponseStore(config.size) if config is not None else None
 
 
 async def _start_metrics(

@@ -302,23 +302,11 @@ class Settings:
 
     # --- Response cache -----------------------------------------------------------------
     cache_config: tuple[str, ...] = opt(
-        (),
-        "Response cache, as local,size=<bytes>: a cache of that many bytes for the models "
-        "whose config has response_cache { enable: true } (no cache: every request runs).",
-        "Cache",
+        (), "Response cache of models with response_cache { enable: true }.", "Cache",
         metavar="local,size=<bytes>",
     )
-    cache_directory: str = opt(
-        "",
-        "Accepted as tritonserver takes it (the folder of its cache libraries); the local "
-        "cache is built in.",
-        "Cache",
-    )
-    response_cache_byte_size: int | None = opt(
-        None,
-        "Deprecated spelling of --cache-config local,size=<bytes>.",
-        "Cache",
-    )
+    cache_directory: str = opt("", "Accepted as tritonserver takes it (no effect).", "Cache")
+    response_cache_byte_size: int | None = opt(None, "Old --cache-config local,size=N.", "Cache")
 
     # --- Backend ------------------------------------------------------------------------
     backend_config: tuple[tuple[str, str, str], ...] = opt(

@@ -8,7 +8,7 @@ insertion, identical requests in flight answered by one execution).
 
 from __future__ import annotations
 
-from tritium.service.cache.config import CacheConfig, parse_cache_config
+from tritium.service.cache.config import CacheConfig, new_store, parse_cache_config
 from tritium.service.cache.store import CachedResponse, ResponseStore
 from tritium.service.cache.version_cache import VersionCache, cache_for
 
@@ -18,5 +18,6 @@ __all__ = [
     "ResponseStore",
     "VersionCache",
     "cache_for",
+    "new_store",
     "parse_cache_config",
 ]

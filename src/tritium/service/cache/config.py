@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from tritium.service.cache.store import ResponseStore
+
 
 @dataclass(frozen=True, slots=True)
 class CacheConfig:
@@ -48,3 +50,10 @@ def _byte_count(text: str, flag: str) -> int:
     if size < 0:
         raise ValueError(f"{flag}: size must not be negative, got {size}")
     return size
+
+
+def new_store(values: Iterable[str], byte_size: int | None = None) -> ResponseStore | None:
+    """The server's response store, when ``--cache-config`` (or its older spelling) asks
+    for one."""
+    config = parse_cache_config(values, byte_size)
+    return ResponseStore(config.size) if config is not None else None
