@@ -32,12 +32,6 @@ MAX_OPEN = 4096
 _CONSUMED = struct.Struct("<Q")
 
 
-class ResponseSink:
-    """What a decoupled request's ``responses`` attribute must offer."""
-
-    def on_response(self, response: InferResponse | None, final: bool) -> None: ...
-
-
 class ResponseStreams:
     """The open decoupled requests of one worker, their flags and the response ring."""
 
@@ -56,9 +50,7 @@ class ResponseStreams:
     def open(self, batch: list[InferRequest]) -> list[int]:
         """A slot per request of ``batch`` (raises UNAVAILABLE when too many are open)."""
         if len(batch) > len(self._free):
-            raise Unavailable(
-                f"instance '{self.label}' has too many decoupled requests in flight"
-            )
+            raise Unavailable(f"instance '{self.label}' has too many decoupled requests in flight")
         slots = []
         buf = self.flags.buf
         for request in batch:

@@ -26,8 +26,10 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tritium.backends.python.bls_answers import Answer, CallError
+from tritium.backends.python.bls_streams import ReplyStream
 from tritium.ipc.call_records import (
     MAX_RECORD,
     Tensor,
@@ -37,34 +39,16 @@ from tritium.ipc.call_records import (
     unpack_tensors,
 )
 
-if TYPE_CHECKING:
-    from tritium.backends.python.bls_streams import ReplyStream
-
 #: How long past a call's own timeout (or at all, without one) a caller waits for the
 #: server before giving up on it: the server answers every call, this is for a lost one.
 NO_ANSWER_S = 24 * 3600.0
 
-
-class CallError(Exception):
-    """The server answered a call with an error: ``code`` is a core error code name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class Answer:
-    """The server's answer to one call: its document and output tensors."""
-
-    __slots__ = ("message", "tensors")
-
-    def __init__(self, message: dict[str, Any], tensors: list[Tensor]) -> None:
-        self.message = message
-        self.tensors = tensors
+__all__ = ["NO_ANSWER_S", "Answer", "CallClient", "CallError", "ReplyStream"]
 
 
 class CallClient:
+    """Model code's end of the call channel (one per worker; implements ``StreamClient``)."""
+
     def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         self._sock = sock
         # A synchronous caller polls for its answer this long before it sleeps: the answer

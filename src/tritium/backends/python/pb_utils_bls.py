@@ -18,37 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.backends.python import bls
 from tritium.backends.python.bls_streams import ReplyStream
 from tritium.backends.python.pb_utils_errors import ErrorCode, TritonError, TritonModelException
+from tritium.backends.python.pb_utils_response import InferenceResponse
 from tritium.backends.python.pb_utils_tensor import Tensor
-
-if TYPE_CHECKING:
-    from tritium.backends.python.pb_utils_messages import InferenceRequest, InferenceResponse
-
-
-def _request_message(request: InferenceRequest) -> tuple[dict[str, Any], list[Any]]:
-    version = request._model_version
-    message = {
-        "op": "infer",
-        "model": request._model_name,
-        "version": "" if int(version) < 0 else str(version),
-        "outputs": sorted(request._requested_output_names),
-        "rid": request._request_id,
-        "corr": request._correlation_id,
-        "flags": request._flags,
-        "timeout": request._timeout,
-        "params": request._parameters,
-    }
-    tensors = [(t._name, t._datatype, t._array) for t in request._inputs]
-    return message, tensors
 
 
 def _response(answer: bls.Answer) -> InferenceResponse:
-    from tritium.backends.python.pb_utils_messages import InferenceResponse
-
     outputs = [
         Tensor._from_buffer(name, array, datatype) for name, datatype, array in answer.tensors
     ]
@@ -57,8 +36,6 @@ def _response(answer: bls.Answer) -> InferenceResponse:
 
 
 def _error_response(error: bls.CallError) -> InferenceResponse:
-    from tritium.backends.python.pb_utils_messages import InferenceResponse
-
     code = ErrorCode.__members__.get(error.code, ErrorCode.INTERNAL)
     return InferenceResponse(error=TritonError(error.message, code))
 
@@ -115,8 +92,7 @@ def _to_response(item: bls.Answer | bls.CallError) -> InferenceResponse:
     return _response(item)
 
 
-def _start_stream(request: InferenceRequest) -> ResponseIterator:
-    message, tensors = _request_message(request)
+def _start_stream(message: dict[str, Any], tensors: list[Any]) -> ResponseIterator:
     message["decoupled"] = True
     try:
         client = bls.client()
@@ -136,12 +112,11 @@ def _failed(stream: ReplyStream, error: bls.CallError) -> ReplyStream:
     return stream
 
 
-def exec_request(request: InferenceRequest, decoupled: bool = False) -> Any:
-    """``InferenceRequest.exec``: the response, or with ``decoupled`` a
-    :class:`ResponseIterator` of the responses."""
+def exec_request(message: dict[str, Any], tensors: list[Any], decoupled: bool = False) -> Any:
+    """``InferenceRequest.exec`` of the call ``message`` with its input ``tensors``: the
+    response, or with ``decoupled`` a :class:`ResponseIterator` of the responses."""
     if decoupled:
-        return _start_stream(request)
-    message, tensors = _request_message(request)
+        return _start_stream(message, tensors)
     try:
         return _response(bls.client().call(message, tensors))
     except bls.CallError as exc:
@@ -160,7 +135,7 @@ async def _first_response(iterator: ResponseIterator) -> ResponseIterator:
     return iterator
 
 
-def async_exec_request(request: InferenceRequest, decoupled: bool = False) -> Any:
+def async_exec_request(message: dict[str, Any], tensors: list[Any], decoupled: bool = False) -> Any:
     """An awaitable of the response (with ``decoupled``, of a :class:`ResponseIterator`,
     once the first response is in), sent at once so several run side by side."""
     try:
@@ -170,8 +145,7 @@ def async_exec_request(request: InferenceRequest, decoupled: bool = False) -> An
             "async_exec() must be awaited in a running event loop (async def execute)"
         ) from None
     if decoupled:
-        return asyncio.ensure_future(_first_response(_start_stream(request)))
-    message, tensors = _request_message(request)
+        return asyncio.ensure_future(_first_response(_start_stream(message, tensors)))
     try:
         future = bls.client().start_async(message, tensors)
     except bls.CallError as exc:

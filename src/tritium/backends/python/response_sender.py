@@ -35,6 +35,7 @@ _MIN_RING = 1 << 20
 #: How long a send waits for the server to read the ring before it gives up.
 RING_WAIT_S = 120.0
 
+
 class ResponseStream:
     """The worker's one path for decoupled responses (thread-safe).
 
@@ -163,8 +164,7 @@ class ResponseSender:
             )
         if response is None and flags != COMPLETE_FINAL:
             raise TritonModelException(
-                "Inference Response object must be provided when the response flags is set "
-                "to zero"
+                "Inference Response object must be provided when the response flags is set to zero"
             )
         if response is not None and not isinstance(response, InferenceResponse):
             raise TritonModelException(
