@@ -28,6 +28,7 @@ from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Init, Load, Need, ReplyItem, RequestItem, Result
 from tritium.ipc.shared_arenas import KEEP_MIN_BYTES
 
 _new_tensor = object.__new__
@@ -52,17 +53,17 @@ def _describe(exc: BaseException) -> str:
 
 
 class ModelHost:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: Load) -> None:
         self.spec = spec
-        self.model_name: str = spec["model_name"]
-        self.version: str = str(spec["model_version"])
-        self.model_dir = Path(spec["model_dir"])
-        self.config: dict[str, Any] = spec.get("config") or {}
+        self.model_name = spec.model_name
+        self.version = spec.model_version
+        self.model_dir = Path(spec.model_dir)
+        self.config: dict[str, Any] = spec.config
         self.model_class: Any = None
         self.model: Any = None
         self.instance_name = self.model_name
         self._pending: list[tuple[int, list[Any]]] | None = None
-        self._pending_replies: list[dict[str, Any]] | None = None
+        self._pending_replies: list[ReplyItem] | None = None
         self._pending_end = 0
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
         self._all_outputs: list[str] = []
@@ -77,7 +78,7 @@ class ModelHost:
         after auto-complete (None when auto-complete did not run)."""
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
-        apply_startup_settings(int(self.spec.get("log_verbose", 0)), str(self.model_dir.parent))
+        apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
         filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
         path = version_dir / filename
@@ -104,7 +105,7 @@ class ModelHost:
                 "class 'TritonPythonModel'"
             )
         self.model_class = model_class
-        if self.spec.get("auto_complete") and hasattr(model_class, "auto_complete_config"):
+        if self.spec.auto_complete and hasattr(model_class, "auto_complete_config"):
             try:
                 cfg = model_class.auto_complete_config(pb_utils.ModelConfig(self.config))
             except Exception as exc:
@@ -121,17 +122,17 @@ class ModelHost:
             return self.config
         return None
 
-    def initialize(self, message: dict[str, Any]) -> None:
-        self.config = message["config"]
+    def initialize(self, message: Init) -> None:
+        self.config = message.config
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.coroutines.inline = not self.decoupled
-        self.instance_name = message["instance_name"]
+        self.instance_name = message.instance_name
         args = {
             "model_config": json.dumps(self.config),
-            "model_instance_kind": message.get("kind", "CPU"),
+            "model_instance_kind": message.kind,
             "model_instance_name": self.instance_name,
-            "model_instance_device_id": str(message.get("device_id", 0)),
+            "model_instance_device_id": str(message.device_id),
             "model_repository": str(self.model_dir),
             "model_version": self.version,
             "model_name": self.model_name,
@@ -197,7 +198,7 @@ class ModelHost:
     # -- execution ----------------------------------------------------------------------
 
     def _build_requests(
-        self, items: list[dict[str, Any] | int], arena: Arena, refs: Refs | None = None
+        self, items: list[RequestItem | int], arena: Arena, refs: Refs | None = None
     ) -> list[Any]:
         """pb_utils requests over the arena: one per item (``0``: the item before again),
         inputs back to back after the batch's cancellation flags. With ``refs`` (one per
@@ -215,12 +216,12 @@ class ModelHost:
         received = pb_utils.InferenceRequest._received
         model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
         pos = (len(items) + ALIGN_MASK) & ~ALIGN_MASK
-        item: dict[str, Any] = {}
+        item: Any = None
         for index, entry in enumerate(items):
             if entry != 0:
-                item = entry  # type: ignore[assignment]
+                item = entry
             inputs = []
-            for name, wire, shape, nbytes in item["inputs"]:
+            for name, wire, shape, nbytes in item.inputs:
                 off = pos
                 pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
                 dtype = dtypes.get(wire)
@@ -247,17 +248,17 @@ class ModelHost:
                 tensor._array = np.ndarray(shape, dtype, buf, off)
                 tensor._datatype = wire
                 inputs.append(tensor)
-            outputs = item["outputs"]
-            params = item["params"]
+            outputs = item.outputs
+            params = item.params
             requests.append(
                 received(
                     inputs,
                     set(all_outputs if outputs is None else outputs),
                     model_name,
                     version,
-                    item["id"],
-                    item["corr"],
-                    item["flags"],
+                    item.id,
+                    item.corr,
+                    item.flags,
                     0,
                     json.dumps(params, separators=(",", ":")) if params else "{}",
                     lambda i=index: buf[i] != 0,
@@ -267,13 +268,13 @@ class ModelHost:
 
     def execute(
         self,
-        items: list[dict[str, Any] | int],
+        items: list[RequestItem | int],
         in_arena: Arena,
         out_arena: Arena,
         keep: Keep | None = None,
         refs: Refs | None = None,
     ) -> Any:
-        """The reply to one batch: a dict, or (while the worker serves on the model's
+        """The reply to one batch (``Result`` or ``Need``), or (while the worker serves on the model's
         loop, for an ``async def execute``) a coroutine that returns it. ``keep`` (id,
         arena) is a shared arena lent for outputs of at least ``KEEP_MIN_BYTES``; ``refs``
         see :meth:`_build_requests`."""
@@ -300,23 +301,22 @@ class ModelHost:
         t1: int,
         out_arena: Arena,
         keep: Keep | None = None,
-    ) -> dict:
+    ) -> Result | Need:
         try:
             result = await coro
         except Exception as exc:
             return self._failed(exc, len(requests), t0, t1)
         return self._finish(result, requests, t0, t1, out_arena, keep)
 
-    def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> dict:
+    def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> Result:
         log_exception()
         message = (
             f"Failed to process the request(s) for model "
             f"'{self.instance_name}', message: {_describe(exc)}"
         )
         t2 = time.monotonic_ns()
-        reply = {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
-        reply["t"] = [t1 - t0, t2 - t1, 0]
-        return reply
+        failed = ReplyItem(error=("INTERNAL", message))
+        return Result([failed] * n, [t1 - t0, t2 - t1, 0])
 
     def _finish(
         self,
@@ -326,7 +326,7 @@ class ModelHost:
         t1: int,
         out_arena: Arena,
         keep: Keep | None = None,
-    ) -> dict:
+    ) -> Result | Need:
         t2 = time.monotonic_ns()
         replies, placed, end = self._collect(result, requests)
         self._timing = [t1 - t0, t2 - t1, t2]
@@ -334,34 +334,29 @@ class ModelHost:
             # Large outputs of an ensemble step stay in the shared arena lent for them.
             keep_id, keep_arena = keep
             if end > keep_arena.size:
-                return self._need(replies, placed, end, {"keep": keep_id})
+                return self._need(replies, placed, end, keep_id)
             return self.write_pending_to(replies, placed, keep_arena, end, keep_id)
         if end > out_arena.size:
             # Outputs do not fit: the server sends a bigger arena, then "continue".
             return self._need(replies, placed, end)
         return self._write(replies, placed, out_arena, end)
 
-    def _need(
-        self,
-        replies: list[dict[str, Any]],
-        placed: Any,
-        end: int,
-        extra: dict[str, Any] | None = None,
-    ) -> dict:
-        """Keep the collected outputs until the server lends room for ``end`` bytes."""
+    def _need(self, replies: list[ReplyItem], placed: Any, end: int, keep_id: int = 0) -> Need:
+        """Keep the collected outputs until the server lends room for ``end`` bytes (in
+        the shared arena ``keep_id`` when given)."""
         self._pending_replies = replies
         self._pending = placed
         self._pending_end = end
-        return {"op": "need", "size": end, **(extra or {})}
+        return Need(end, keep_id)
 
     def execute_decoupled(
         self,
-        items: list[dict[str, Any] | int],
+        items: list[RequestItem | int],
         slots: list[int],
         in_arena: Arena,
         flags: Arena,
         stream: ResponseStream,
-    ) -> dict:
+    ) -> Result:
         """Run ``execute`` for a decoupled model: every request gets a response sender
         for its slot (its cancellation flag is byte ``slot`` of ``flags``), and its
         responses travel on ``stream`` as they are sent. The reply only says the batch
@@ -395,9 +390,9 @@ class ModelHost:
             log_exception()
             self._fail_senders(senders, exc)
         t2 = time.monotonic_ns()
-        taken: list[dict | int] = [{"outputs": []}]
+        taken: list[ReplyItem | int] = [ReplyItem(outputs=[])]
         taken.extend([0] * (len(requests) - 1))
-        return {"op": "result", "responses": taken, "t": [t1 - t0, t2 - t1, 0], "end": 0}
+        return Result(taken, [t1 - t0, t2 - t1, 0])
 
     def _decoupled_done(self, done: Any, senders: list[ResponseSender]) -> None:
         exc = done.exception()
@@ -413,7 +408,7 @@ class ModelHost:
         for sender in senders:
             sender._fail(message)
 
-    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any], int]:
+    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[ReplyItem], list[Any], int]:
         """Per-request replies, and every output to write with its aligned arena offset:
         ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
         n = len(requests)
@@ -423,8 +418,8 @@ class ModelHost:
                 f"Number of InferenceResponse objects do not match the number of requests "
                 f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
             )
-            return [{"error": ["INTERNAL", message]} for _ in range(n)], [], 0
-        replies: list[dict[str, Any]] = []
+            return [ReplyItem(error=("INTERNAL", message)) for _ in range(n)], [], 0
+        replies: list[ReplyItem] = []
         placed: list[Any] = []
         pos = 0
         response_type = pb_utils.InferenceResponse
@@ -433,18 +428,18 @@ class ModelHost:
             # loop runs for every response.
             if type(response) is not response_type and not isinstance(response, response_type):
                 replies.append(
-                    {
-                        "error": [
+                    ReplyItem(
+                        error=(
                             "INTERNAL",
                             f"Expected an 'InferenceResponse' object in the execute function return "
                             f"list, found type '{type(response).__name__}'",
-                        ]
-                    }
+                        )
+                    )
                 )
                 continue
             err = response._error
             if err is not None:
-                replies.append({"error": error_pair(err)})
+                replies.append(ReplyItem(error=error_pair(err)))
                 continue
             wanted = request._requested_output_names
             outputs = []
@@ -468,15 +463,15 @@ class ModelHost:
                 log_exception()
                 pos = start
                 replies.append(
-                    {"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]}
+                    ReplyItem(error=("INTERNAL", f"invalid output from model: {_describe(exc)}"))
                 )
                 continue
             params = response._parameters_dict
-            replies.append({"outputs": [], "params": params} if params else {"outputs": []})
+            replies.append(ReplyItem([], None, params or None))
             placed.extend(outputs)
         return replies, placed, pos
 
-    def write_pending(self, arena: Arena, keep_id: int = 0) -> dict:
+    def write_pending(self, arena: Arena, keep_id: int = 0) -> Result:
         """Write the outputs that did not fit, into ``arena`` (the shared arena
         ``keep_id`` when given)."""
         replies, pending = self._pending_replies, self._pending
@@ -485,26 +480,25 @@ class ModelHost:
         return self.write_pending_to(replies, pending, arena, self._pending_end, keep_id)
 
     def write_pending_to(
-        self, replies: list[dict], placed: list[Any], arena: Arena, end: int, keep_id: int
-    ) -> dict:
+        self, replies: list[ReplyItem], placed: list[Any], arena: Arena, end: int, keep_id: int
+    ) -> Result:
         reply = self._write(replies, placed, arena, end)
-        if keep_id:
-            reply["kept"] = keep_id
+        reply.kept = keep_id
         return reply
 
-    def _write(self, replies: list[dict], placed: list[Any], arena: Arena, end: int) -> dict:
+    def _write(self, replies: list[ReplyItem], placed: list[Any], arena: Arena, end: int) -> Result:
         """Write the outputs (back to back from the arena's start, as ``_collect`` placed
         them) and the reply; a reply that repeats the one before is sent as ``0``."""
         buf = arena.buf
         write = ipc_tensors.write
         for off, index, name, wire, shape, array, raw in placed:
             nbytes = write(buf, off, array, raw)
-            replies[index]["outputs"].append([name, wire, shape, nbytes])
-        items: list[dict | int] = []
+            replies[index].outputs.append((name, wire, shape, nbytes))  # type: ignore[union-attr]
+        items: list[ReplyItem | int] = []
         last = None
         for reply in replies:
             items.append(0 if reply == last else reply)
             last = reply
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
-        return {"op": "result", "responses": items, "t": timing, "end": end}
+        return Result(items, timing, end)

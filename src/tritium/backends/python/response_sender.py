@@ -25,6 +25,7 @@ from tritium.core.datatypes import serialize_bytes
 from tritium.ipc import Arena, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Response, TensorDesc
 
 COMPLETE_FINAL = 1
 
@@ -43,7 +44,7 @@ class ResponseStream:
     ``fds`` carries a new ring's descriptor to the server.
     """
 
-    def __init__(self, send_message: Callable[[dict], None], fds: socket.socket) -> None:
+    def __init__(self, send_message: Callable[[Response], None], fds: socket.socket) -> None:
         self._send_message = send_message
         self._fds = fds
         self._lock = threading.Lock()
@@ -53,15 +54,15 @@ class ResponseStream:
     def send(
         self, slot: int, wanted: set[str], response: InferenceResponse | None, final: bool
     ) -> None:
-        message: dict[str, Any] = {"op": "resp", "slot": slot, "final": final}
+        message = Response(slot, final)
         if response is not None:
             if response._error is not None:
-                message["error"] = error_pair(response._error)
+                message.error = error_pair(response._error)
             else:
                 params = response._parameters_dict
                 if params:
-                    message["params"] = params
-                outputs = []
+                    message.params = params
+                outputs: list[TensorDesc] = []
                 blocks: list[tuple[int, Any, bytes | None]] = []
                 size = 0
                 for tensor in response._output_tensors:
@@ -72,10 +73,10 @@ class ResponseStream:
                     array = tensor._array
                     raw = serialize_bytes(array) if wire == "BYTES" else None
                     nbytes = len(raw) if raw is not None else array.nbytes
-                    outputs.append([name, wire, list(array.shape), nbytes])
+                    outputs.append((name, wire, list(array.shape), nbytes))
                     blocks.append((size, array, raw))
                     size = (size + nbytes + ALIGN_MASK) & ~ALIGN_MASK
-                message["outputs"] = outputs
+                message.outputs = outputs
                 if size:
                     with self._lock:
                         self._write(message, blocks, size)
@@ -83,7 +84,9 @@ class ResponseStream:
         with self._lock:
             self._send_message(message)
 
-    def _write(self, message: dict, blocks: list[tuple[int, Any, bytes | None]], size: int) -> None:
+    def _write(
+        self, message: Response, blocks: list[tuple[int, Any, bytes | None]], size: int
+    ) -> None:
         """Place ``size`` bytes in the ring, write the outputs, send ``message``; under the
         lock, so ring order is message order."""
         ring = self._ring
@@ -92,7 +95,7 @@ class ResponseStream:
             # messages all came before, so it has read them.
             new = Arena.create(grow_size(size + RING_HEADER, _MIN_RING))
             send_fd(self._fds, new.fd)
-            message["ring"] = new.size
+            message.ring = new.size
             if ring is not None:
                 ring.close()
             self._ring = ring = new
@@ -111,8 +114,8 @@ class ResponseStream:
         write = ipc_tensors.write
         for offset, array, raw in blocks:
             write(buf, base + offset, array, raw)
-        message["off"] = base
-        message["upto"] = end
+        message.off = base
+        message.upto = end
         self._send_message(message)
 
     def _wait_for_room(self, ring: Arena, needed: int) -> None:
