@@ -128,7 +128,7 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
     frames: list[bytes] = []
     replies: list = []
     transport = process._transport
-    write, read = transport.write, process._read_responses
+    write, read = transport.write, process._flight._read_responses
 
     def spy_write(frame):
         frames.append(bytes(frame))
@@ -139,12 +139,12 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
         return read(requests, reply, block)
 
     transport.write = spy_write
-    process._read_responses = spy_read
+    process._flight._read_responses = spy_read
     try:
         responses = loop.run_until_complete(process.submit(batch))
     finally:
         transport.write = write
-        del process._read_responses
+        del process._flight._read_responses
     (message,) = FrameDecoder(decode_to_worker).feed(frames[-1])
     assert isinstance(message, Exec)
     assert [type(item) is int for item in message.requests] == [
@@ -235,13 +235,13 @@ def test_big_answers_are_copied_out_a_slice_per_loop_turn(worker, monkeypatch):
     a = np.arange(n, dtype=np.float32)
     b = np.full(n, 2, np.float32)
     slices = []
-    read = process._read_slices
+    read = process._flight._read_slices
 
     def spy(message, block, done):
         slices.append((done, process.busy))
         read(message, block, done)
 
-    monkeypatch.setattr(process, "_read_slices", spy)
+    monkeypatch.setattr(process._flight, "_read_slices", spy)
 
     async def run():
         turns = 0
@@ -266,7 +266,7 @@ def test_a_worker_killed_while_a_big_answer_is_copied_fails_the_batch(worker, mo
     loop, process = worker
     n = 3 << 18
     a = np.ones(n, np.float32)
-    read = process._read_slices
+    read = process._flight._read_slices
     killed = []
 
     def kill_first(message, block, done):
@@ -275,7 +275,7 @@ def test_a_worker_killed_while_a_big_answer_is_copied_fails_the_batch(worker, mo
             process.kill()
         read(message, block, done)
 
-    monkeypatch.setattr(process, "_read_slices", kill_first)
+    monkeypatch.setattr(process._flight, "_read_slices", kill_first)
 
     async def run():
         done = process.submit([_request(None, a, a)])

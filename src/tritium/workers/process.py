@@ -1,8 +1,9 @@
 """One instance worker process as seen from the server's event loop.
 
 The server owns every shared-memory arena (so a killed worker can leak nothing) and talks to
-the worker over a socketpair with framed messages; a second socketpair carries arena file
-descriptors. Exactly one batch is in flight per worker at a time: the pool guarantees it.
+the worker over a socketpair with typed messages (``ipc.messages``); a second socketpair
+carries arena file descriptors. Exactly one batch is in flight per worker at a time: the
+pool guarantees it; ``batch_results`` settles it.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from tritium.core import InferRequest, InferResponse
 from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
 from tritium.ipc import encode
-from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.messages import (
-    Continue,
     Error,
     Fini,
     Init,
@@ -28,13 +27,11 @@ from tritium.ipc.messages import (
     Load,
     Loaded,
     MetricUpdates,
-    Need,
     Response,
-    Result,
     ToServer,
     ToWorker,
 )
-from tritium.workers.batch_messages import read_responses
+from tritium.workers.batch_results import SLICED_READ_BYTES, BatchInFlight
 from tritium.workers.batch_writer import BatchWriter
 from tritium.workers.calls import CallChannel, CallHandler
 from tritium.workers.launch import ControlProtocol, WorkerDied, launch, reap
@@ -48,10 +45,6 @@ log = logging.getLogger("tritium.workers")
 
 __all__ = ["SLICED_READ_BYTES", "WorkerDied", "WorkerProcess"]
 
-_NO_TIMING = [0, 0, 0]
-# Answers of this many bytes or more are copied out of the output arena a slice per loop
-# iteration, as big inputs are written (a 64 MiB copy held the loop ~40 ms).
-SLICED_READ_BYTES = ipc_tensors.SLICED_WRITE_BYTES
 _FLAGS_ARENA = 4096  # one cancellation byte per decoupled request slot
 # Shutdown: a finalize that starts with no time left still gets this long.
 _MIN_FINALIZE_S = 0.25
@@ -60,10 +53,10 @@ _MIN_FINALIZE_S = 0.25
 class WorkerProcess:
     """Spawns and drives one ``tritium.backends.python.stub`` process.
 
-    Its jobs, in this order below: messaging (typed messages, ``ipc.messages``), life
-    cycle (load, initialize, stop), sending a batch, and settling a batch's reply.
-    Starting and reaping the OS process are in ``launch``, the arenas in
-    ``worker_arenas``, writing a batch in ``batch_writer``.
+    Its jobs, in this order below: messaging, life cycle (load, initialize, stop) and
+    sending a batch. Starting and reaping the OS process are in ``launch``, the arenas in
+    ``worker_arenas``, writing a batch in ``batch_writer``, settling its reply in
+    ``batch_results``.
     """
 
     def __init__(
@@ -92,16 +85,12 @@ class WorkerProcess:
         self._transport: asyncio.Transport | None = None
         self._arenas: WorkerArenas | None = None
         self._pending: asyncio.Future[Any] | None = None
-        # The batch in flight and the future its responses go to (at most one).
-        self._batch: tuple[list[InferRequest], Completion[list[InferResponse]]] | None = None
         self._writer = BatchWriter()
         # Ensemble steps' large tensors, kept in shared arenas (see ``StepTensors``).
         self._steps = StepTensors(self._send, self.post, self._fd_sock, self._grow_out)
+        # The batch in flight (at most one) and the settling of its reply.
+        self._flight = BatchInFlight(label, lambda: self._arenas, self._steps, self._send)
         self._alive = False
-        # What the model's optional is_ready() said last (after init and each execution).
-        self.model_ready = True
-        # Worker-measured ns of the last batch: building inputs, execute(), writing outputs.
-        self.last_timing: list[int] = _NO_TIMING
         self.on_exit: Callable[[WorkerProcess], None] | None = None
         #: Messages the worker sends of its own accord, by type (decoupled responses, and
         #: any other kind a feature adds); everything else answers a call or a batch.
@@ -122,7 +111,17 @@ class WorkerProcess:
     @property
     def busy(self) -> bool:
         """A batch is in flight."""
-        return self._batch is not None
+        return self._flight.batch is not None
+
+    @property
+    def model_ready(self) -> bool:
+        """What the model's optional is_ready() said last (after init and each batch)."""
+        return self._flight.model_ready
+
+    @property
+    def last_timing(self) -> list[int]:
+        """Worker-measured ns of the last batch: building inputs, execute(), outputs."""
+        return self._flight.last_timing
 
     async def spawn(self) -> None:
         loop = asyncio.get_running_loop()
@@ -144,8 +143,8 @@ class WorkerProcess:
         if handler is not None:
             handler(message)
             return
-        if self._batch is not None:
-            self._on_batch_message(message)
+        if self._flight.batch is not None:
+            self._flight.on_message(message)
             return
         fut = self._pending
         self._pending = None
@@ -164,7 +163,7 @@ class WorkerProcess:
         self._alive = False
         died = WorkerDied(f"instance '{self.label}' exited unexpectedly")
         fut, self._pending = self._pending, None
-        batch, self._batch = self._batch, None
+        batch = self._flight.take()
         if fut is not None and not fut.done():
             fut.set_exception(died)
         if self.on_exit is not None:
@@ -231,7 +230,7 @@ class WorkerProcess:
             self.streams = ResponseStreams(self.label, flags, arenas.fd_sock)
             self.handlers[Response] = self.streams.on_response
         reply = await self.call(init, timeout)
-        self.model_ready = reply.ready if isinstance(reply, Initialized) else True
+        self._flight.model_ready = reply.ready if isinstance(reply, Initialized) else True
 
     async def stop(self, timeout: float) -> None:
         """Run finalize, then make sure the process is gone: all of it within ``timeout``
@@ -250,7 +249,7 @@ class WorkerProcess:
         if self.streams is not None:
             # Decoupled requests the model never ended end now, not never.
             self.streams.fail_all(Unavailable(f"instance '{self.label}' was stopped"))
-        batch, self._batch = self._batch, None
+        batch = self._flight.take()
         if batch is not None and not batch[1].done():
             batch[1].set_exception(Unavailable(f"instance '{self.label}' is stopping"))
         if self._transport is not None:
@@ -289,7 +288,7 @@ class WorkerProcess:
         arenas = self._arenas
         if not self._alive or self._transport is None or arenas is None:
             raise WorkerDied(f"instance '{self.label}' is not running")
-        if self._batch is not None or self._pending is not None:
+        if self._flight.batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
         poll = self._lone is not None and self._lone()
         writer = self._writer
@@ -306,7 +305,7 @@ class WorkerProcess:
             if frame is None:
                 frame = writer.write(batch, poll, arenas)
         done: Completion[list[InferResponse]] = Completion()
-        self._batch = (batch, done)
+        self._flight.batch = (batch, done)
         if sliced.items:
             self._write_slices(frame, done)
         else:
@@ -316,7 +315,7 @@ class WorkerProcess:
     def _write_slices(self, frame: bytes, done: Completion[list[InferResponse]]) -> None:
         """Write the batch's big inputs a slice per loop iteration, then send ``frame``;
         given up when the batch ends first (the worker stopped or died)."""
-        current = self._batch
+        current = self._flight.batch
         sliced = self._writer.sliced
         if current is None or current[1] is not done or done.done():
             # Ended first. Its writes are dropped, unless a newer batch owns them now.
@@ -339,111 +338,10 @@ class WorkerProcess:
             self.streams.cancel(request)
             return
         arenas = self._arenas
-        if self._batch is None or arenas is None or arenas.inputs.buf is None:
+        current = self._flight.batch
+        if current is None or arenas is None or arenas.inputs.buf is None:
             return
-        for index, queued in enumerate(self._batch[0]):
+        for index, queued in enumerate(current[0]):
             if queued is request:
                 arenas.inputs.buf[index] = 1
                 return
-
-    # -- settling a batch's reply -----------------------------------------------------
-
-    def _on_batch_message(self, message: ToServer) -> None:
-        """A message while a batch is in flight: ``Need`` (lend room and go on),
-        ``Error`` (the batch fails), or its ``Result``, settled at once or, when big,
-        after its outputs are copied out a slice per loop iteration."""
-        if type(message) is Need:
-            self._lend(message)
-            return
-        assert self._batch is not None
-        batch, fut = self._batch
-        self._batch = None
-        if fut.done() or type(message) is not Result:
-            self._fail(fut, message)
-            return
-        steps = self._steps
-        kept = steps.kept(message) if steps.in_flight else None
-        end = message.end
-        out = self._arenas.outputs if self._arenas is not None else None
-        if kept is None and SLICED_READ_BYTES <= end and out is not None and end <= out.size:
-            # A big answer: copied out of the output arena a slice per loop iteration, so
-            # other clients are not held up; the instance stays busy until it is done.
-            self._batch = (batch, fut)
-            copy = ipc_tensors.SlicedWrites()
-            copy.add(0, None, memoryview(out.buf)[:end])
-            self._read_slices(message, bytearray(end), copy)
-            return
-        self._settle(batch, fut, message, kept)
-
-    def _lend(self, message: Need) -> None:
-        """The outputs did not fit: a bigger arena for them, then ``Continue``."""
-        if message.keep:
-            self._send(self._steps.need(message.size))
-            return
-        self._grow_out(message.size)
-        self._send(Continue())
-
-    def _fail(self, fut: Completion[list[InferResponse]], message: ToServer) -> None:
-        """The batch ended without responses to read (a shared arena lent for them goes
-        back to its pool)."""
-        if self._steps.in_flight:
-            self._steps.failed()
-        if fut.done():
-            return
-        if type(message) is Error:
-            fut.set_exception(error_from_code(message.code, message.message))
-        else:
-            fut.set_exception(
-                InternalError(
-                    f"instance '{self.label}' sent '{type(message).__name__}' for a batch"
-                )
-            )
-
-    def _read_slices(
-        self, message: Result, block: bytearray, copy: ipc_tensors.SlicedWrites
-    ) -> None:
-        current = self._batch
-        if current is None or current[1].done():
-            return  # the worker died or stopped meanwhile: the batch has failed
-        arenas = self._arenas
-        if arenas is None or arenas.outputs.buf is None:
-            self._batch = None
-            current[1].set_exception(WorkerDied(f"instance '{self.label}' is not running"))
-            return
-        if not copy.step(block):
-            asyncio.get_running_loop().call_soon(self._read_slices, message, block, copy)
-            return
-        self._batch = None
-        self._settle(current[0], current[1], message, block)
-
-    def _settle(
-        self,
-        batch: list[InferRequest],
-        fut: Completion[list[InferResponse]],
-        message: Result,
-        block: Any,
-    ) -> None:
-        """Complete ``fut`` with the reply's responses (views of ``block`` when given,
-        else of a copy of the output arena). In order: the model's readiness and the
-        batch's timing are recorded first, since completing ``fut`` runs the scheduler's
-        callback at once (which reads them, and may submit the next batch here)."""
-        if message.ready is not None:
-            self.model_ready = message.ready
-        self.last_timing = message.t or _NO_TIMING
-        try:
-            responses = self._read_responses(batch, message, block)
-        except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
-            log.exception("%s: malformed reply from worker", self.label)
-            fut.set_exception(
-                InternalError(f"instance '{self.label}' returned a malformed reply: {exc}")
-            )
-            return
-        fut.set_result(responses)
-
-    def _read_responses(
-        self, batch: list[InferRequest], reply: Result, block: Any = None
-    ) -> list[InferResponse]:
-        if block is not None:
-            return read_responses(batch, reply, None, self.label, block)
-        out = self._arenas.outputs if self._arenas is not None else None
-        return read_responses(batch, reply, out.buf if out is not None else None, self.label)

@@ -1,5 +1,6 @@
 """Hosts one ``TritonPythonModel`` inside a worker: load, auto-complete, initialize,
-execute batches against arena-backed tensors, finalize.
+execute batches against arena-backed tensors, finalize. A batch's requests are built in
+``batch_inputs``, its responses collected and written in ``batch_outputs``.
 
 Everything user code can get wrong (raising, returning the wrong number or kind of
 responses, bad output tensors) becomes a per-request error with a clear message; the
@@ -17,26 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tritium.backends.python import pb_utils
+from tritium.backends.python.batch_inputs import Refs, build_requests
+from tritium.backends.python.batch_outputs import collect, write_outputs
 from tritium.backends.python.coroutines import CoroutineRunner
-from tritium.backends.python.pb_utils_errors import error_pair
+from tritium.backends.python.pb_utils_errors import describe
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
-from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
-from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.arena import ALIGN_MASK
 from tritium.ipc.messages import Init, Load, Need, ReplyItem, RequestItem, Result
 from tritium.ipc.shared_arenas import KEEP_MIN_BYTES
 
-_new_tensor = object.__new__
 #: A shared arena lent for a batch's outputs: (id, arena).
 Keep = tuple[int, Arena]
-#: Inputs read in place: one ``[arena id, offset]`` or ``0`` per input, and the shared
-#: arenas by id.
-Refs = tuple[list[Any], dict[int, Arena]]
 
 
 def _flag_reader(buf: Any, slot: int) -> Any:
@@ -45,11 +39,6 @@ def _flag_reader(buf: Any, slot: int) -> Any:
 
 class ModelLoadError(Exception):
     code = "INVALID_ARG"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class ModelHost:
@@ -96,7 +85,7 @@ class ModelHost:
         except Exception as exc:
             log_exception()
             raise ModelLoadError(
-                f"failed to load model '{self.model_name}': {_describe(exc)}"
+                f"failed to load model '{self.model_name}': {describe(exc)}"
             ) from exc
         model_class = getattr(module, "TritonPythonModel", None)
         if model_class is None:
@@ -111,7 +100,7 @@ class ModelHost:
             except Exception as exc:
                 log_exception()
                 raise ModelLoadError(
-                    f"auto_complete_config failed for model '{self.model_name}': {_describe(exc)}"
+                    f"auto_complete_config failed for model '{self.model_name}': {describe(exc)}"
                 ) from exc
             if cfg is None or not hasattr(cfg, "as_dict"):
                 raise ModelLoadError(
@@ -148,7 +137,7 @@ class ModelHost:
         except Exception as exc:
             log_exception()
             raise ModelLoadError(
-                f"Failed to initialize model instance '{self.instance_name}': {_describe(exc)}"
+                f"Failed to initialize model instance '{self.instance_name}': {describe(exc)}"
             ) from exc
 
     @property
@@ -197,75 +186,6 @@ class ModelHost:
 
     # -- execution ----------------------------------------------------------------------
 
-    def _build_requests(
-        self, items: list[RequestItem | int], arena: Arena, refs: Refs | None = None
-    ) -> list[Any]:
-        """pb_utils requests over the arena: one per item (``0``: the item before again),
-        inputs back to back after the batch's cancellation flags. With ``refs`` (one per
-        input: ``[arena id, offset]`` or ``0``, and the shared arenas by id) an input with a
-        reference is a view of that shared arena instead (and takes no room here)."""
-        buf = arena.buf
-        next_ref = None
-        if refs is not None:
-            next_ref = iter(refs[0]).__next__
-            shared = refs[1]
-        requests = []
-        make_tensor = _new_tensor
-        tensor_class = pb_utils.Tensor
-        dtypes = RAW_DTYPES
-        received = pb_utils.InferenceRequest._received
-        model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
-        pos = (len(items) + ALIGN_MASK) & ~ALIGN_MASK
-        item: Any = None
-        for index, entry in enumerate(items):
-            if entry != 0:
-                item = entry
-            inputs = []
-            for name, wire, shape, nbytes in item.inputs:
-                off = pos
-                pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
-                dtype = dtypes.get(wire)
-                if next_ref is not None:
-                    ref = next_ref()
-                    if ref:
-                        # Another step's output, read where its worker wrote it.
-                        tensor = make_tensor(tensor_class)
-                        tensor._name = name
-                        tensor._array = np.ndarray(shape, dtype, shared[ref[0]].buf, ref[1])
-                        tensor._datatype = wire
-                        inputs.append(tensor)
-                        continue
-                if dtype is None:  # BYTES: decoded into an object array
-                    inputs.append(
-                        tensor_class._from_buffer(
-                            name, ipc_tensors.view(buf, wire, shape, off, nbytes), wire
-                        )
-                    )
-                    continue
-                # Fixed-size: a numpy view over the arena, no copy.
-                tensor = make_tensor(tensor_class)
-                tensor._name = name
-                tensor._array = np.ndarray(shape, dtype, buf, off)
-                tensor._datatype = wire
-                inputs.append(tensor)
-            outputs = item.outputs
-            params = item.params
-            requests.append(
-                received(
-                    inputs,
-                    set(all_outputs if outputs is None else outputs),
-                    model_name,
-                    version,
-                    item.id,
-                    item.corr,
-                    item.flags,
-                    0,
-                    json.dumps(params, separators=(",", ":")) if params else "{}",
-                    lambda i=index: buf[i] != 0,
-                )
-            )
-        return requests
-
     def execute(
         self,
         items: list[RequestItem | int],
@@ -277,9 +197,11 @@ class ModelHost:
         """The reply to one batch (``Result`` or ``Need``), or (while the worker serves on the model's
         loop, for an ``async def execute``) a coroutine that returns it. ``keep`` (id,
         arena) is a shared arena lent for outputs of at least ``KEEP_MIN_BYTES``; ``refs``
-        see :meth:`_build_requests`."""
+        see ``batch_inputs.build_requests``."""
         t0 = time.monotonic_ns()
-        requests = self._build_requests(items, in_arena, refs)
+        requests = build_requests(
+            items, in_arena, self.model_name, self.version, self._all_outputs, refs
+        )
         n = len(requests)
         t1 = time.monotonic_ns()
         try:
@@ -312,7 +234,7 @@ class ModelHost:
         log_exception()
         message = (
             f"Failed to process the request(s) for model "
-            f"'{self.instance_name}', message: {_describe(exc)}"
+            f"'{self.instance_name}', message: {describe(exc)}"
         )
         t2 = time.monotonic_ns()
         failed = ReplyItem(error=("INTERNAL", message))
@@ -328,7 +250,7 @@ class ModelHost:
         keep: Keep | None = None,
     ) -> Result | Need:
         t2 = time.monotonic_ns()
-        replies, placed, end = self._collect(result, requests)
+        replies, placed, end = collect(result, requests, self.instance_name)
         self._timing = [t1 - t0, t2 - t1, t2]
         if keep is not None and end >= KEEP_MIN_BYTES:
             # Large outputs of an ensemble step stay in the shared arena lent for them.
@@ -362,7 +284,7 @@ class ModelHost:
         responses travel on ``stream`` as they are sent. The reply only says the batch
         was taken; an ``async def execute`` goes on in the background."""
         t0 = time.monotonic_ns()
-        requests = self._build_requests(items, in_arena)
+        requests = build_requests(items, in_arena, self.model_name, self.version, self._all_outputs)
         flag_buf = flags.buf
         senders = []
         for request, slot in zip(requests, slots):
@@ -403,73 +325,10 @@ class ModelHost:
     def _fail_senders(self, senders: list[ResponseSender], exc: BaseException) -> None:
         message = (
             f"Failed to process the request(s) for model '{self.instance_name}', "
-            f"message: {_describe(exc)}"
+            f"message: {describe(exc)}"
         )
         for sender in senders:
             sender._fail(message)
-
-    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[ReplyItem], list[Any], int]:
-        """Per-request replies, and every output to write with its aligned arena offset:
-        ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
-        n = len(requests)
-        if not isinstance(result, (list, tuple)) or len(result) != n:
-            got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
-            message = (
-                f"Number of InferenceResponse objects do not match the number of requests "
-                f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
-            )
-            return [ReplyItem(error=("INTERNAL", message)) for _ in range(n)], [], 0
-        replies: list[ReplyItem] = []
-        placed: list[Any] = []
-        pos = 0
-        response_type = pb_utils.InferenceResponse
-        for index, (response, request) in enumerate(zip(result, requests)):
-            # The pb_utils objects are tritium's own: read their fields directly, this
-            # loop runs for every response.
-            if type(response) is not response_type and not isinstance(response, response_type):
-                replies.append(
-                    ReplyItem(
-                        error=(
-                            "INTERNAL",
-                            f"Expected an 'InferenceResponse' object in the execute function return "
-                            f"list, found type '{type(response).__name__}'",
-                        )
-                    )
-                )
-                continue
-            err = response._error
-            if err is not None:
-                replies.append(ReplyItem(error=error_pair(err)))
-                continue
-            wanted = request._requested_output_names
-            outputs = []
-            start = pos
-            try:
-                for tensor in response._output_tensors:
-                    name = tensor._name
-                    if name not in wanted:
-                        continue
-                    wire = tensor._datatype
-                    array = tensor._array  # BF16: the raw uint16 words
-                    if wire == "BYTES":
-                        raw = serialize_bytes(array)
-                        size = len(raw)
-                    else:
-                        raw = None
-                        size = array.nbytes
-                    outputs.append((pos, index, name, wire, array.shape, array, raw))
-                    pos = (pos + size + ALIGN_MASK) & ~ALIGN_MASK
-            except Exception as exc:  # noqa: BLE001
-                log_exception()
-                pos = start
-                replies.append(
-                    ReplyItem(error=("INTERNAL", f"invalid output from model: {_describe(exc)}"))
-                )
-                continue
-            params = response._parameters_dict
-            replies.append(ReplyItem([], None, params or None))
-            placed.extend(outputs)
-        return replies, placed, pos
 
     def write_pending(self, arena: Arena, keep_id: int = 0) -> Result:
         """Write the outputs that did not fit, into ``arena`` (the shared arena
@@ -487,18 +346,7 @@ class ModelHost:
         return reply
 
     def _write(self, replies: list[ReplyItem], placed: list[Any], arena: Arena, end: int) -> Result:
-        """Write the outputs (back to back from the arena's start, as ``_collect`` placed
-        them) and the reply; a reply that repeats the one before is sent as ``0``."""
-        buf = arena.buf
-        write = ipc_tensors.write
-        for off, index, name, wire, shape, array, raw in placed:
-            nbytes = write(buf, off, array, raw)
-            replies[index].outputs.append((name, wire, shape, nbytes))  # type: ignore[union-attr]
-        items: list[ReplyItem | int] = []
-        last = None
-        for reply in replies:
-            items.append(0 if reply == last else reply)
-            last = reply
+        items = write_outputs(replies, placed, arena)
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
         return Result(items, timing, end)
