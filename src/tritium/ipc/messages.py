@@ -15,13 +15,15 @@ does not know is :class:`UnknownMessage`; one whose fields do not fit its kind i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Union
 
 import msgspec
 import numpy as np
 
-#: ``[name, datatype, shape, nbytes]`` of one tensor in an arena (inputs and outputs).
-TensorDesc = tuple[str, str, list[int], int]
+#: ``[name, datatype, shape, nbytes]`` of one tensor in an arena (inputs and outputs);
+#: a shape is sent as any sequence and arrives as a list.
+TensorDesc = tuple[str, str, Sequence[int], int]
 
 
 class UnknownMessage(ValueError):
@@ -218,6 +220,7 @@ _encoder = msgspec.json.Encoder(enc_hook=_encode_extra)
 _to_worker = msgspec.json.Decoder(ToWorker)
 _to_server = msgspec.json.Decoder(ToServer)
 
+
 def _tags(union: Any) -> frozenset[str]:
     return frozenset(kind.__struct_config__.tag for kind in union.__args__)
 
@@ -229,9 +232,7 @@ _SERVER_KINDS = _tags(ToServer)
 encode = _encoder.encode
 
 
-def _failed(
-    data: Any, exc: msgspec.MsgspecError, kinds: frozenset[str], side: str
-) -> ValueError:
+def _failed(data: Any, exc: msgspec.MsgspecError, kinds: frozenset[str], side: str) -> ValueError:
     try:
         op = msgspec.json.decode(data).get("op")
     except Exception:  # noqa: BLE001 - not even a JSON object

@@ -70,6 +70,7 @@ def write_batch(
     # Cancellation flags: one byte per request at the start of the arena.
     offsets, end = ipc_tensors.layout(sizes, start=n)
     buf = arena_for(end).buf
+    assert buf is not None
     buf[0:n] = bytes(n)
     write = ipc_tensors.write
     big = ipc_tensors.SLICED_WRITE_BYTES

@@ -79,7 +79,13 @@ class BatchInFlight:
         end = message.end
         arenas = self._arenas()
         out = arenas.outputs if arenas is not None else None
-        if kept is None and SLICED_READ_BYTES <= end and out is not None and end <= out.size:
+        if (
+            kept is None
+            and SLICED_READ_BYTES <= end
+            and out is not None
+            and out.buf is not None
+            and end <= out.size
+        ):
             # A big answer: copied out of the output arena a slice per loop iteration, so
             # other clients are not held up; the instance stays busy until it is done.
             self.batch = (batch, fut)

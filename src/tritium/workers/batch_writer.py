@@ -66,6 +66,7 @@ class BatchWriter:
             if tensor.data.nbytes != size:
                 return None
         buf = arena.buf
+        assert buf is not None
         buf[0] = 0
         write = ipc_tensors.write
         big = ipc_tensors.SLICED_WRITE_BYTES

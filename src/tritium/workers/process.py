@@ -299,11 +299,10 @@ class WorkerProcess:
         if streams is not None:
             frame = writer.write_decoupled(batch, streams.open(batch), poll, arenas)
         else:
-            frame = None
+            stepped = None
             if batch[0].ensemble_step or (len(batch) > 1 and has_steps(batch)):
-                frame = self._steps.write(batch, poll, arenas.for_inputs)
-            if frame is None:
-                frame = writer.write(batch, poll, arenas)
+                stepped = self._steps.write(batch, poll, arenas.for_inputs)
+            frame = writer.write(batch, poll, arenas) if stepped is None else stepped
         done: Completion[list[InferResponse]] = Completion()
         self._flight.batch = (batch, done)
         if sliced.items:

@@ -53,6 +53,7 @@ class ResponseStreams:
             raise Unavailable(f"instance '{self.label}' has too many decoupled requests in flight")
         slots = []
         buf = self.flags.buf
+        assert buf is not None
         for request in batch:
             slot = self._free.pop()
             buf[slot] = 0
@@ -62,7 +63,7 @@ class ResponseStreams:
 
     def cancel(self, request: InferRequest) -> None:
         for slot, held in self._open.items():
-            if held is request:
+            if held is request and self.flags.buf is not None:
                 self.flags.buf[slot] = 1
                 return
 
@@ -84,8 +85,9 @@ class ResponseStreams:
                 exc if isinstance(exc, TritiumError) else InternalError("malformed response")
             )
         finally:
-            if message.upto is not None and self._ring is not None:
-                _CONSUMED.pack_into(self._ring.buf, 0, message.upto)
+            ring = self._ring
+            if message.upto is not None and ring is not None and ring.buf is not None:
+                _CONSUMED.pack_into(ring.buf, 0, message.upto)
         if request is None:
             log.warning("%s: response for a request that is not open (slot %s)", self.label, slot)
             return

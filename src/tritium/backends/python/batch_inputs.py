@@ -38,6 +38,7 @@ def build_requests(
     input: ``[arena id, offset]`` or ``0``, and the shared arenas by id) an input with a
     reference is a view of that shared arena instead (and takes no room here)."""
     buf = arena.buf
+    assert buf is not None
     next_ref = None
     if refs is not None:
         next_ref = iter(refs[0]).__next__
@@ -93,7 +94,7 @@ def build_requests(
                 item.flags,
                 0,
                 json.dumps(params, separators=(",", ":")) if params else "{}",
-                lambda i=index: buf[i] != 0,
+                lambda i=index: buf[i] != 0,  # type: ignore[misc]
             )
         )
     return requests

@@ -91,6 +91,7 @@ def write_outputs(
     """Write the outputs (back to back from the arena's start, as :func:`collect` placed
     them); the result's items, where one that repeats the one before is sent as ``0``."""
     buf = arena.buf
+    assert buf is not None
     write = ipc_tensors.write
     for off, index, name, wire, shape, array, raw in placed:
         nbytes = write(buf, off, array, raw)

@@ -134,7 +134,8 @@ class InferenceRequest:
         self._inputs = _check_tensors(inputs, "inputs")
         self._requested_output_names = set(names)
         self._model_name = model_name
-        self._model_version = int(model_version)
+        # An int here; the version string the server gave for requests it hands in.
+        self._model_version: int | str = int(model_version)
         self._flags = int(flags)
         self._timeout = int(timeout)
         self._preferred_memory = preferred_memory

@@ -191,11 +191,11 @@ class MetricFamily:
                 raise TritonModelException("Histogram buckets must be in increasing order")
         elif buckets is not None:
             raise TritonModelException("Unexpected buckets for a non-histogram metric")
-        key = tuple(sorted(labels.items()))
-        metric = self._metrics.get(key)
+        series = tuple(sorted(labels.items()))
+        metric = self._metrics.get(series)
         if metric is None:
-            metric = Metric(self, self._kind, key, buckets)
-            self._metrics[key] = metric
+            metric = Metric(self, self._kind, series, buckets)
+            self._metrics[series] = metric
         return metric
 
 

@@ -110,6 +110,7 @@ class ResponseStream:
         self._wait_for_room(ring, end - capacity)
         self._produced = end
         buf = ring.buf
+        assert buf is not None
         base = RING_HEADER + pos
         write = ipc_tensors.write
         for offset, array, raw in blocks:
@@ -121,6 +122,7 @@ class ResponseStream:
     def _wait_for_room(self, ring: Arena, needed: int) -> None:
         """Wait until the server has read up to ``needed`` bytes of the ring."""
         buf = ring.buf
+        assert buf is not None
         if _CONSUMED.unpack_from(buf, 0)[0] >= needed:
             return
         deadline = time.monotonic() + RING_WAIT_S
