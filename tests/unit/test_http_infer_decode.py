@@ -15,13 +15,9 @@ import orjson
 import pytest
 
 from tritium.core.errors import InvalidArgument
-from tritium.frontends.http.infer_decode import (
-    FLAG_SEQUENCE_END,
-    FLAG_SEQUENCE_START,
-    decode_infer_request,
-    decode_raw_request,
-    parse_header_length,
-)
+from tritium.frontends.http.infer_decode import decode_infer_request, parse_header_length
+from tritium.frontends.http.infer_parameters import FLAG_SEQUENCE_END, FLAG_SEQUENCE_START
+from tritium.frontends.http.raw_request import decode_raw_request
 
 
 def decode(doc: object, binary: bytes = b"", model: str = "m", version: str = ""):

@@ -13,8 +13,8 @@ import pytest
 
 from tritium.core.errors import InternalError, InvalidArgument, Unsupported
 from tritium.core.types import InferResponse, OutputTensor
-from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
 from tritium.frontends.http.infer_encode import encode_infer_response
+from tritium.frontends.http.output_prefs import OutputPref, OutputPrefs
 
 
 def response(*outputs: OutputTensor, **kw) -> InferResponse:

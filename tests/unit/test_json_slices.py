@@ -267,7 +267,7 @@ def test_big_json_outputs_are_written_as_in_one_piece(
 ) -> None:  # noqa: ANN001
     from tritium.core.types import InferResponse, OutputTensor
     from tritium.frontends.http import infer_encode, json_tensors
-    from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
+    from tritium.frontends.http.output_prefs import OutputPref, OutputPrefs
 
     array = np.tile(values, 7).reshape(5, 7)
     response = InferResponse(
@@ -291,9 +291,9 @@ def test_big_json_outputs_are_written_as_in_one_piece(
 
 def test_a_big_json_output_is_not_written_on_the_loop() -> None:
     from tritium.core.types import InferResponse, OutputTensor
-    from tritium.frontends.http.infer_decode import BINARY_PREF, OutputPrefs
     from tritium.frontends.http.infer_encode import BigJsonOutput, encode_infer_response
     from tritium.frontends.http.json_tensors import SLICED_OUTPUT_ELEMENTS
+    from tritium.frontends.http.output_prefs import BINARY_PREF, OutputPrefs
 
     big = np.zeros(SLICED_OUTPUT_ELEMENTS, np.float32)
     response = InferResponse("m", "1", outputs=[OutputTensor("OUT", "FP32", big.shape, big)])

@@ -25,9 +25,9 @@ from tritium.core.types import (
     RequestedOutput,
 )
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
-from tritium.frontends.http.infer_decode import OutputPref, OutputPrefs
 from tritium.frontends.http.infer_decode import decode_infer_request as http_decode
 from tritium.frontends.http.infer_encode import encode_infer_response as http_encode
+from tritium.frontends.http.output_prefs import OutputPref, OutputPrefs
 from tritium.service.shared_memory import (
     UINT64_MAX,
     SharedMemoryRegistry,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
-from tritium.frontends.grpc.native import call as call_module
+from tritium.frontends.grpc.native import stream_replies
 from tritium.frontends.grpc.native.call import GrpcCall
 from tritium.frontends.grpc.native.frames import ENHANCE_YOUR_CALM
 from tritium.frontends.grpc.native.sending import MAX_QUEUED_BYTES
@@ -50,7 +50,7 @@ def test_messages_waiting_behind_a_compression_are_sent_in_order() -> None:
     async def run() -> list:
         conn = _Conn()
         call = _call(asyncio.get_running_loop(), conn)
-        big = bytes(call_module.OFFLOAD_BYTES)
+        big = bytes(stream_replies.OFFLOAD_BYTES)
         for reply in (big, b"small", b"after"):
             call._emit(reply)
         while call.compressing is not None:
@@ -58,9 +58,9 @@ def test_messages_waiting_behind_a_compression_are_sent_in_order() -> None:
         return conn.messages
 
     messages = asyncio.run(run())
-    sizes = [len(call_module.w.decompress("gzip", payload, 1 << 30)) for _, payload in messages]
+    sizes = [len(stream_replies.w.decompress("gzip", payload, 1 << 30)) for _, payload in messages]
     assert [flag for flag, _ in messages] == [1, 1, 1]
-    assert sizes == [call_module.OFFLOAD_BYTES, 5, 5]
+    assert sizes == [stream_replies.OFFLOAD_BYTES, 5, 5]
 
 
 def test_too_many_bytes_waiting_behind_a_compression_reset_the_stream() -> None:

@@ -16,11 +16,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from tritonclient.grpc import service_pb2
 
 from tritium.core.completion import Completion
-from tritium.core.errors import NotFound, TritiumError, Unsupported
+from tritium.core.errors import NotFound, TritiumError
 from tritium.frontends.grpc import observability, shared_memory
 from tritium.frontends.grpc.infer_calls import (
     Finish,
@@ -68,7 +69,7 @@ class Method:
 
     path: str
     name: str
-    request_type: type
+    request_type: type[Message]
     kind: str
     handler: Callable[..., Any]
     begin: Callable[..., tuple[Completion, Finish]] | None = None
@@ -128,13 +129,6 @@ async def _model_statistics(service: Service, request: Any) -> Any:
 # ------------------------------------------------------------ not served (yet)
 
 
-def _unsupported(what: str) -> Callable[[Service, Any], Awaitable[Any]]:
-    async def handler(service: Service, request: Any) -> Any:
-        raise Unsupported(f"{what} is not supported by this server yet")
-
-    return handler
-
-
 def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
     """System and CUDA shared memory, served by ``shared_memory``."""
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
@@ -146,7 +140,7 @@ def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
 
 def _method(
     name: str,
-    request_type: type,
+    request_type: type[Message],
     handler: Callable[..., Any],
     *,
     kind: str = UNARY,

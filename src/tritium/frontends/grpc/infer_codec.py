@@ -101,7 +101,7 @@ def _apply_parameters(params: Any, request: InferRequest) -> None:
     flags = 0
     for key, param in params.items():
         choice = param.WhichOneof("parameter_choice")
-        value = None if choice is None else getattr(param, choice)
+        value: Any = None if choice is None else getattr(param, choice)
         if key == "sequence_id":
             if choice not in ("int64_param", "uint64_param", "string_param"):
                 raise InvalidArgument(

@@ -83,7 +83,8 @@ def encode_infer_response_split(
     parts, raw = _response_parts(response, request_id)
     if type(parts) is bytes:
         return parts
-    return SplitMessage(parts) if raw >= SPLIT_BYTES else b"".join(parts)
+    # Not bytes: a list of parts.
+    return SplitMessage(parts) if raw >= SPLIT_BYTES else b"".join(parts)  # type: ignore[arg-type]
 
 
 def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -> bytes:
@@ -93,7 +94,7 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     shapes) and reused; the id and the raw contents are spliced in. Responses with
     parameters are serialised through protobuf."""
     parts, _ = _response_parts(response, request_id)
-    return parts if type(parts) is bytes else b"".join(parts)
+    return parts if type(parts) is bytes else b"".join(parts)  # type: ignore[arg-type]  # parts
 
 
 def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | list[Any], int]:

@@ -1,5 +1,6 @@
-"""The KServe v2 endpoints (and Triton's shared-memory extension): parse, call the
-service, encode, map errors.
+"""The KServe v2 endpoints: parse, call the service, encode, map errors. The other
+route groups (shared memory, repository, observability, generate) are registered from
+here and live in their own modules.
 
 Status codes and bodies follow Triton's HTTP endpoint: health answers 200 or 400 with
 an empty body (except that a 400 from ``/v2/health/ready`` says why the server is not
@@ -10,11 +11,8 @@ of its code.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable
 from functools import partial
-
-import orjson
 
 from tritium.core.completion import Completion
 from tritium.core.errors import (
@@ -32,12 +30,7 @@ from tritium.frontends.http.compression import (
     response_encoding,
 )
 from tritium.frontends.http.generate import GenerateRoutes
-from tritium.frontends.http.infer_decode import (
-    OutputPrefs,
-    decode_infer_request,
-    decode_raw_request,
-    parse_header_length,
-)
+from tritium.frontends.http.infer_decode import decode_infer_request, parse_header_length
 from tritium.frontends.http.infer_encode import BigJsonOutput, encode_infer_response
 from tritium.frontends.http.messages import (
     CONTENT_BINARY,
@@ -49,19 +42,17 @@ from tritium.frontends.http.messages import (
     HttpResponse,
     error_response,
     from_error,
+    internal_error,
     json_response,
 )
 from tritium.frontends.http.observability import ObservabilityRoutes
+from tritium.frontends.http.output_prefs import OutputPrefs
+from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
-from tritium.frontends.http.service_api import (
-    InferenceService,
-    ReadinessReasons,
-    SharedMemoryService,
-)
+from tritium.frontends.http.service_api import InferenceService, ReadinessReasons
+from tritium.frontends.http.shared_memory_routes import SharedMemoryRoutes
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
-
-logger = logging.getLogger("tritium.frontends.http")
 
 #: Triton's text for ``/infer`` on a decoupled model (501); ``generate_stream`` serves them.
 DECOUPLED_REFUSED = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -69,12 +60,6 @@ DECOUPLED_REFUSED = "HTTP end point doesn't support models with decoupled transa
 _NOT_READY_EMPTY = HttpResponse(400, b"", CONTENT_TEXT)
 _MODEL_NOT_READY = error_response(400, "Model version not ready", CONTENT_TEXT)
 _ACCEPT_ENCODING = [(b"Accept-Encoding", b"gzip, deflate")]
-
-
-def _internal(exc: BaseException, what: str) -> HttpResponse:
-    # Tracebacks go to the log, never to the client.
-    logger.error("unexpected error in %s", what, exc_info=exc)
-    return error_response(500, f"internal error in {what}")
 
 
 def _raw_body(length: str | None) -> bool:
@@ -182,7 +167,9 @@ class KServeRoutes:
 
     # ------------------------------------------------------------- infer
 
-    def infer(self, request: HttpRequest, params: Params) -> HttpResponse | DeferredResponse:
+    def infer(
+        self, request: HttpRequest, params: Params
+    ) -> HttpResponse | DeferredResponse | Awaitable[HttpResponse]:
         """Decode and submit now; the response is encoded when the model answers."""
         model = params["model"]
         version = params.get("version", "")
@@ -254,7 +241,7 @@ class KServeRoutes:
             done,
             compress_here=True,
         )
-        return await off_loop(encode)
+        return await off_loop(encode)  # type: ignore[arg-type]  # compress_here: a response
 
     def _decode_big(
         self,
@@ -292,11 +279,12 @@ class KServeRoutes:
             )
         except BigJsonOutput:
             # A small request with a huge JSON answer: its text is written on a thread.
-            return off_loop(self._encode, request_id, prefs, accept, done, True)
+            # On a thread, with compress_here: always a response, never an awaitable.
+            return off_loop(self._encode, request_id, prefs, accept, done, True)  # type: ignore[arg-type]
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "inference")
+            return internal_error(exc, "inference")
         headers: list[tuple[bytes, bytes]] = []
         if json_length is None:
             content_type = CONTENT_JSON
@@ -320,104 +308,4 @@ def _infer_error(exc: Exception) -> HttpResponse:
         return from_error(Unsupported(DECOUPLED_REFUSED))
     if isinstance(exc, TritiumError):
         return from_error(exc)
-    return _internal(exc, "inference")
-
-
-# ----------------------------------------------------------- shared memory
-
-_UINT64_MAX = 2**64 - 1
-_NO_SHM = "the shared-memory extension is not available on this server"
-
-
-def _register_body(body: bytes, fields: tuple[str, ...]) -> dict:
-    """The JSON object of a register request, with Triton's texts for missing fields."""
-    try:
-        doc = orjson.loads(body) if body else None
-    except orjson.JSONDecodeError as exc:
-        raise InvalidArgument(f"failed to parse the request JSON buffer: {exc}") from None
-    if type(doc) is not dict:
-        raise InvalidArgument("Shared memory register request must be a JSON object")
-    for key in fields:
-        if key not in doc:
-            raise InvalidArgument(f"Shared memory register request has no '{key}' field")
-    return doc
-
-
-def _uint(doc: dict, key: str, default: int | None = None) -> int:
-    value = doc.get(key, default)
-    if type(value) is not int or not 0 <= value <= _UINT64_MAX:
-        raise InvalidArgument(
-            f"Unable to parse '{key}': attempt to access JSON non-unsigned-integer as "
-            "unsigned-integer"
-        )
-    return value
-
-
-class SharedMemoryRoutes:
-    """``/v2/systemsharedmemory/...`` and ``/v2/cudasharedmemory/...``, as Triton serves
-    them: status answers a JSON list, register and unregister an empty 200."""
-
-    def __init__(self, service: object) -> None:
-        self._service = service if isinstance(service, SharedMemoryService) else None
-
-    def register(self, router: Router) -> None:
-        add = router.add
-        for kind in ("systemsharedmemory", "cudasharedmemory"):
-            cuda = kind == "cudasharedmemory"
-            base = f"/v2/{kind}"
-            add("GET", base + "/status", partial(self.status, cuda))
-            add("GET", base + "/region/{region}/status", partial(self.status, cuda))
-            add("POST", base + "/region/{region}/register", partial(self.register_region, cuda))
-            add("POST", base + "/unregister", partial(self.unregister, cuda))
-            add("POST", base + "/region/{region}/unregister", partial(self.unregister, cuda))
-
-    def _shm(self) -> SharedMemoryService:
-        if self._service is None:
-            raise Unsupported(_NO_SHM)
-        return self._service
-
-    def status(self, cuda: bool, request: HttpRequest, params: Params) -> HttpResponse:
-        try:
-            service = self._shm()
-            name = params.get("region", "")
-            found = service.cuda_shm_status(name) if cuda else service.shm_status(name)
-            return json_response(found)
-        except TritiumError as exc:
-            return from_error(exc)
-        except Exception as exc:
-            return _internal(exc, "shared memory status")
-
-    def register_region(self, cuda: bool, request: HttpRequest, params: Params) -> HttpResponse:
-        try:
-            service = self._shm()
-            name = params["region"]
-            if cuda:
-                # No CUDA runtime: the call can never succeed, whatever the body holds.
-                service.cuda_shm_register(name, b"", 0, 0)
-                return EMPTY_OK
-            doc = _register_body(request.body, ("key", "byte_size"))
-            key = doc["key"]
-            if type(key) is not str:
-                raise InvalidArgument(
-                    "Unable to parse 'key': attempt to access JSON non-string as string"
-                )
-            service.shm_register(name, key, _uint(doc, "offset", 0), _uint(doc, "byte_size"))
-            return EMPTY_OK
-        except TritiumError as exc:
-            return from_error(exc)
-        except Exception as exc:
-            return _internal(exc, "shared memory register")
-
-    def unregister(self, cuda: bool, request: HttpRequest, params: Params) -> HttpResponse:
-        try:
-            service = self._shm()
-            name = params.get("region", "")
-            if cuda:
-                service.cuda_shm_unregister(name)
-            else:
-                service.shm_unregister(name)
-            return EMPTY_OK
-        except TritiumError as exc:
-            return from_error(exc)
-        except Exception as exc:
-            return _internal(exc, "shared memory unregister")
+    return internal_error(exc, "inference")

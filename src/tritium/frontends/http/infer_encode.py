@@ -17,13 +17,13 @@ import orjson
 from tritium.core import datatypes
 from tritium.core.errors import InternalError, Unsupported
 from tritium.core.types import InferResponse
-from tritium.frontends.http.infer_decode import BINARY_PREF, JSON_PREF, OutputPrefs
 from tritium.frontends.http.json_tensors import (
     SLICED_OUTPUT_ELEMENTS,
     encode_json_data,
     json_data_chunks,
     nonfinite_json,
 )
+from tritium.frontends.http.output_prefs import BINARY_PREF, JSON_PREF, OutputPrefs
 
 _DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY
 # Marks where prepared JSON text goes; random so output strings cannot forge it.
@@ -37,11 +37,11 @@ def _raw_bytes(datatype: str, array: np.ndarray) -> bytes | memoryview:
         return datatypes.wire_bytes(array)
     if array.flags.c_contiguous and array.dtype == datatypes.raw_dtype(datatype) and array.size:
         # Already laid out as the wire wants it (the usual case): no conversion.
-        return memoryview(array).cast("B")
+        return memoryview(array).cast("B")  # type: ignore[arg-type]  # arrays are buffers
     flat = np.ascontiguousarray(array, dtype=datatypes.raw_dtype(datatype)).reshape(-1)
     if flat.size == 0:
         return b""
-    return memoryview(flat).cast("B")
+    return memoryview(flat).cast("B")  # type: ignore[arg-type]  # arrays are buffers
 
 
 def _parameters(params: dict) -> dict:

@@ -149,7 +149,8 @@ def decode_json_data(
                 ]
             )
             packed = datatypes.PackedBytes(raw, (count,))
-            return packed if len(shape) == 1 else packed.reshape(shape)
+            # PackedBytes stands in for the BYTES array (see ``datatypes.PackedBytes``).
+            return packed if len(shape) == 1 else packed.reshape(shape)  # type: ignore[return-value]
     else:
         raise InvalidArgument(f"invalid datatype for input {name}")
     return out if len(shape) == 1 else out.reshape(shape)
@@ -226,7 +227,7 @@ def decode_json_slices(
         n = len(values)
         if not wrong and out is not None and got + n <= count:
             try:
-                out[got : got + n] = convert(values, dtype)
+                out[got : got + n] = convert(values, dtype)  # type: ignore[misc]  # set unless wrong
             except _WrongKind:
                 wrong = True
         got += n
@@ -353,7 +354,7 @@ def json_data_chunks(name: str, datatype: str, array: np.ndarray) -> list[bytes 
         data = encode_json_data(name, datatype, flat[start : start + OUTPUT_SLICE])
         text = orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY)
         if floats and b"null" in text:
-            text = nonfinite_json(data) or text
+            text = nonfinite_json(data) or text  # type: ignore[arg-type]  # floats: no strings
         if start:
             chunks.append(b",")
         chunks.append(memoryview(text)[1:-1])

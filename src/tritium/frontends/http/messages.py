@@ -7,7 +7,8 @@ handlers never touch the transport.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -15,6 +16,8 @@ import orjson
 from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
 from tritium.frontends.http.status import error_body, status_for
+
+logger = logging.getLogger("tritium.frontends.http")
 
 CONTENT_JSON = b"application/json"
 CONTENT_TEXT = b"text/plain"
@@ -29,10 +32,6 @@ class HttpRequest:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     http10: bool = False
-
-    def header(self, name: str) -> str | None:
-        """Header value by lower-case name (the last one wins when repeated)."""
-        return self.headers.get(name)
 
 
 @dataclass(slots=True)
@@ -57,7 +56,8 @@ class DeferredResponse:
     cancelling ``future`` (the client went away) abandons the work."""
 
     future: Completion
-    finish: Callable[[Completion], HttpResponse]
+    #: An awaitable when the answer is finished off the event loop (a task awaits it).
+    finish: Callable[[Completion], HttpResponse | Awaitable[HttpResponse]]
 
 
 def json_response(obj: object, status: int = 200) -> HttpResponse:
@@ -72,6 +72,13 @@ def error_response(
 
 def from_error(error: TritiumError, content_type: bytes | None = CONTENT_JSON) -> HttpResponse:
     return HttpResponse(status_for(error), error_body(error.message), content_type)
+
+
+def internal_error(exc: BaseException, what: str) -> HttpResponse:
+    """A 500 for an unexpected failure in ``what``; the traceback goes to the log, never
+    to the client."""
+    logger.error("unexpected error in %s", what, exc_info=exc)
+    return error_response(500, f"internal error in {what}")
 
 
 EMPTY_OK = HttpResponse(200, b"", CONTENT_TEXT)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import logging
 from typing import Any, Protocol, runtime_checkable
 
 import orjson
@@ -21,13 +20,11 @@ from tritium.frontends.http.messages import (
     EMPTY_OK,
     HttpRequest,
     HttpResponse,
-    error_response,
     from_error,
+    internal_error,
     json_response,
 )
 from tritium.frontends.http.router import Params, Router
-
-logger = logging.getLogger("tritium.frontends.http")
 
 _NO_REPOSITORY = "the model repository extension is not available on this server"
 _NAMED_REPOSITORY = "'repository_name' specification is not supported"
@@ -75,7 +72,7 @@ class RepositoryRoutes:
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "repository index")
+            return internal_error(exc, "repository index")
 
     async def load(self, request: HttpRequest, params: Params) -> HttpResponse:
         try:
@@ -86,7 +83,7 @@ class RepositoryRoutes:
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "model load")
+            return internal_error(exc, "model load")
 
     async def unload(self, request: HttpRequest, params: Params) -> HttpResponse:
         try:
@@ -105,7 +102,7 @@ class RepositoryRoutes:
         except TritiumError as exc:
             return from_error(exc)
         except Exception as exc:
-            return _internal(exc, "model unload")
+            return internal_error(exc, "model unload")
 
 
 def _body(raw: bytes) -> dict[str, Any]:
@@ -141,8 +138,3 @@ def _load_parameters(body: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
-
-def _internal(exc: BaseException, what: str) -> HttpResponse:
-    logger.error("unexpected error in %s", what, exc_info=exc)
-    return error_response(500, f"internal error in {what}")

@@ -38,7 +38,7 @@ def response_bytes(response: HttpResponse, keep_alive: bool, http10: bool) -> by
             return b"%b%d%b%b" % (prefix, len(body), end, body)
         size = 0
         for chunk in body:
-            size += len(chunk)
+            size += len(chunk)  # type: ignore[arg-type]  # not bytes: a list of chunks
         return b"".join((b"%b%d%b" % (prefix, size, end), *body))
     parts: list[bytes | memoryview] = [
         STATUS_LINES.get((response.status, http10)) or status_line(response.status, http10)
@@ -51,7 +51,7 @@ def response_bytes(response: HttpResponse, keep_alive: bool, http10: bool) -> by
     if type(body) is bytes:
         size = len(body)
     else:
-        size = sum(len(chunk) for chunk in body)
+        size = sum(len(chunk) for chunk in body)  # type: ignore[misc, arg-type]  # chunks
     parts.append(b"Content-Length: %d\r\n" % size)
     if not keep_alive:
         parts.append(b"Connection: close\r\n\r\n")
@@ -60,5 +60,5 @@ def response_bytes(response: HttpResponse, keep_alive: bool, http10: bool) -> by
     if type(body) is bytes:
         parts.append(body)
     else:
-        parts.extend(body)
+        parts.extend(body)  # type: ignore[arg-type]  # not bytes: a list of chunks
     return b"".join(parts)

@@ -19,11 +19,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_response
+from tritium.frontends.http.event_stream import EventStream
+from tritium.frontends.http.messages import (
+    DeferredResponse,
+    HttpRequest,
+    HttpResponse,
+    error_response,
+)
 from tritium.frontends.restricted import RestrictedApis, Restriction, http_route_group
 
 Params = dict[str, str]
-Handler = Callable[[HttpRequest, Params], "HttpResponse | Awaitable[HttpResponse]"]
+#: A route's handler: an answer now, one deferred to a completion, a streamed body, or an
+#: awaitable answer (run as a task).
+Handler = Callable[
+    [HttpRequest, Params],
+    "HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse]",
+]
 
 _CACHE_LIMIT = 4096
 _LITERAL, _TEXT, _INT = 0, 1, 2
@@ -59,7 +70,9 @@ def _guarded(restriction: Restriction, handler: Handler) -> Handler:
     allows = restriction.allows
     refusal = error_response(403, restriction.http_message())
 
-    def guarded(request: HttpRequest, params: Params) -> HttpResponse | Awaitable[HttpResponse]:
+    def guarded(
+        request: HttpRequest, params: Params
+    ) -> HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse]:
         if not allows(request.headers.get(header)):
             return refusal
         return handler(request, params)

@@ -1,9 +1,11 @@
 """The native gRPC transport: HTTP/2 and gRPC framing on the event loop, no grpcio.
 
-``frames`` (HTTP/2 frame bytes) and ``connection`` (the HTTP/2 state machine) are
-sans-IO; ``grpc_wire`` holds gRPC's message framing, compression, deadlines and status
-trailers; ``call`` runs one call over ``frontends.grpc.calls``; ``server`` is the
-asyncio glue.
+``frames`` (HTTP/2 frame bytes) and ``connection`` (the HTTP/2 state machine, with
+``sending`` and ``control_frames`` beneath it) are sans-IO; ``grpc_wire`` holds gRPC's
+message framing, compression, deadlines and status trailers; ``call_opening`` checks a new
+stream's headers and ``call`` runs one call over ``frontends.grpc.calls`` (with
+``call_state`` and ``stream_replies`` beneath it), needing of its connection only what
+``call_host`` declares; ``server`` is the asyncio glue.
 """
 
 from tritium.frontends.grpc.native.connection import H2Connection, ProtocolFailure, Stream

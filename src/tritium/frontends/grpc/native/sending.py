@@ -3,7 +3,8 @@ peer's flow-control windows (queued per stream while a window is closed), traile
 the queued data, whole small responses in one buffer, and resets from our side.
 
 :class:`H2Sender` holds no receiving logic; :class:`~.connection.H2Connection` extends it
-and calls :meth:`H2Sender._flush_blocked` when the peer opens its windows.
+(through :class:`~.control_frames.ControlFrames`) and calls :meth:`H2Sender._flush_blocked`
+when the peer opens its windows.
 """
 
 from __future__ import annotations

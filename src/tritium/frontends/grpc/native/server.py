@@ -18,7 +18,7 @@ from typing import Any
 from tritium.core.write_burst import WRITES
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.native import grpc_wire as w
-from tritium.frontends.grpc.native.call import open_call, restricted_paths
+from tritium.frontends.grpc.native.call_opening import open_call, restricted_paths
 from tritium.frontends.grpc.native.connection import H2Connection, Stream, StreamReceiver
 from tritium.frontends.grpc.options import GrpcOptions, TlsFiles
 from tritium.frontends.sweep import ConnectionSweep, sweep_period
@@ -63,6 +63,7 @@ class GrpcProtocol(asyncio.Protocol):
         self.response_compression = shared.response_compression
         self.compression_level = shared.compression_level
         self.plans = shared.plans
+        self.restricted_paths = shared.restricted_paths
         keepalive = shared.options.keepalive
         self.conn = H2Connection(
             self,
@@ -78,7 +79,7 @@ class GrpcProtocol(asyncio.Protocol):
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
         self._write_paused = False
-        #: id(header list) → (header list, checked headers); see ``call.open_call``.
+        #: id(header list) → (header list, checked headers); see ``call_opening.open_call``.
         self.checked_headers: dict[int, tuple[Any, Any]] = {}
         # Idle timeout: the last stream id seen idle by the sweep, and since when.
         self._idle_key: int | None = None
