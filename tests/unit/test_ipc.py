@@ -47,7 +47,7 @@ def _frame(body: bytes) -> bytes:
 
 
 def test_an_unknown_kind_is_named_and_a_malformed_message_is_refused():
-    with pytest.raises(UnknownMessage, match="unknown control message kind 'bogus'"):
+    with pytest.raises(UnknownMessage, match="unknown message kind 'bogus'"):
         decode_to_worker(b'{"op":"bogus"}')
     # A kind of the other direction is unknown here too.
     with pytest.raises(UnknownMessage, match="'exec'"):

@@ -1,4 +1,4 @@
-"""Every message of a worker's control socket, declared once and used on both sides.
+"""Every message between the server and a worker, declared once and used on both sides.
 
 A message is a ``msgspec`` struct tagged by its kind (the ``op`` field on the wire) and
 travels as one JSON document (see ``framing``). ``ToWorker`` lists what the server sends
@@ -6,6 +6,9 @@ travels as one JSON document (see ``framing``). ``ToWorker`` lists what the serv
 (replies, a batch's result, decoupled responses, notices). The items of a batch and of
 its result are structs too, encoded as arrays (they repeat per request); an item that
 would repeat the one before it travels as ``0`` (see ``workers/batch_messages``).
+
+The worker's call channel (BLS and model management from model code) has its own kinds:
+``FromModelCode`` (calls, and notices about streamed calls) and ``CallReply``.
 
 Structs rather than dataclasses because they measured faster than today's orjson dicts
 (and dataclasses slower): ``bench/ipc_messages.py``. A document of a kind the other side
@@ -203,6 +206,91 @@ class MetricUpdates(msgspec.Struct, frozen=True, **_kind("metrics")):
     updates: list[Any]
 
 
+# -- the call channel: what model code asks of the server (BLS), and the answers --------
+#
+# A call's ``id`` (set by the worker's call client), its input tensors' descriptors and the
+# size of the arena they travel in (``shm``, 0: inline) are set when it is sent, so calls
+# are not frozen (see ``ipc.call_records``).
+
+
+class InferCall(msgspec.Struct, **_kind("infer")):
+    """``InferenceRequest.exec`` / ``async_exec``: run a request on the server."""
+
+    model: str
+    version: str = ""
+    outputs: list[str] = []
+    rid: str = ""
+    corr: int | str = 0
+    flags: int = 0
+    timeout: int = 0
+    params: str | dict[str, Any] = "{}"  # the request's parameters, as JSON or parsed
+    decoupled: bool = False  # exec(decoupled=True): answered by a stream of replies
+    id: int = 0
+    inputs: list[TensorDesc] = []
+    shm: int = 0
+
+
+class ModelReadyCall(msgspec.Struct, **_kind("ready")):
+    """``pb_utils.is_model_ready``: answered with ``value``."""
+
+    model: str
+    version: str = ""
+    id: int = 0
+    inputs: list[TensorDesc] = []
+    shm: int = 0
+
+
+class LoadModelCall(msgspec.Struct, **_kind("load")):
+    """``pb_utils.load_model``."""
+
+    model: str
+    config: str = ""
+    id: int = 0
+    inputs: list[TensorDesc] = []
+    shm: int = 0
+
+
+class UnloadModelCall(msgspec.Struct, **_kind("unload")):
+    """``pb_utils.unload_model``."""
+
+    model: str
+    unload_dependents: bool = False
+    id: int = 0
+    inputs: list[TensorDesc] = []
+    shm: int = 0
+
+
+class MoreAnswers(msgspec.Struct, frozen=True, **_kind("more")):
+    """Model code took ``n`` more answers of streamed call ``call``; no answer."""
+
+    call: int
+    n: int
+
+
+class CancelCall(msgspec.Struct, frozen=True, **_kind("cancel")):
+    """Cancel streamed call ``call`` (its last answer still comes); no answer."""
+
+    call: int
+
+
+class CallReply(msgspec.Struct, omit_defaults=True):
+    """The server's answer to call ``id``: outputs (inline or in an arena of ``shm``
+    bytes) and parameters, ``value`` (of a management call), or an error ``[code,
+    text]``; ``more``: a streamed call's answer with more to follow."""
+
+    id: int = 0
+    error: tuple[str, str] | None = None
+    outputs: list[TensorDesc] | None = None
+    params: dict[str, Any] | None = None
+    value: Any = None
+    more: bool = False
+    shm: int = 0
+
+
+Call = Union[InferCall, ModelReadyCall, LoadModelCall, UnloadModelCall]  # noqa: UP007
+FromModelCode = Union[Call, MoreAnswers, CancelCall]  # noqa: UP007
+
+
 ToWorker = Union[Load, Init, Fini, NewArena, Unmap, LogSettings, Exec, Continue]  # noqa: UP007
 ToServer = Union[  # noqa: UP007
     Loaded, Initialized, Bye, Error, Result, Need, Response, MetricUpdates
@@ -219,6 +307,8 @@ def _encode_extra(obj: Any) -> Any:
 _encoder = msgspec.json.Encoder(enc_hook=_encode_extra)
 _to_worker = msgspec.json.Decoder(ToWorker)
 _to_server = msgspec.json.Decoder(ToServer)
+_from_model_code = msgspec.json.Decoder(FromModelCode)
+_call_reply = msgspec.json.Decoder(CallReply)
 
 
 def _tags(union: Any) -> frozenset[str]:
@@ -227,6 +317,7 @@ def _tags(union: Any) -> frozenset[str]:
 
 _WORKER_KINDS = _tags(ToWorker)
 _SERVER_KINDS = _tags(ToServer)
+_CALL_KINDS = _tags(FromModelCode)
 
 #: One message's document (the frame's body).
 encode = _encoder.encode
@@ -236,10 +327,10 @@ def _failed(data: Any, exc: msgspec.MsgspecError, kinds: frozenset[str], side: s
     try:
         op = msgspec.json.decode(data).get("op")
     except Exception:  # noqa: BLE001 - not even a JSON object
-        return MalformedMessage(f"malformed control message: {exc}")
+        return MalformedMessage(f"malformed message: {exc}")
     if op not in kinds:
-        return UnknownMessage(f"unknown control message kind {op!r} (from the {side})")
-    return MalformedMessage(f"malformed '{op}' control message: {exc}")
+        return UnknownMessage(f"unknown message kind {op!r} (from the {side})")
+    return MalformedMessage(f"malformed {op!r} message: {exc}")
 
 
 def decode_to_worker(data: Any) -> ToWorker:
@@ -256,3 +347,20 @@ def decode_to_server(data: Any) -> ToServer:
         return _to_server.decode(data)
     except msgspec.MsgspecError as exc:
         raise _failed(data, exc, _SERVER_KINDS, "worker") from None
+
+
+def decode_call(data: Any) -> FromModelCode:
+    """A record model code sent on the call channel (``UnknownMessage`` /
+    ``MalformedMessage`` when it is not one)."""
+    try:
+        return _from_model_code.decode(data)
+    except msgspec.MsgspecError as exc:
+        raise _failed(data, exc, _CALL_KINDS, "model code") from None
+
+
+def decode_call_reply(data: Any) -> CallReply:
+    """The server's answer to a call (``MalformedMessage`` when it is not one)."""
+    try:
+        return _call_reply.decode(data)
+    except msgspec.MsgspecError as exc:
+        raise MalformedMessage(f"malformed answer to a call: {exc}") from None

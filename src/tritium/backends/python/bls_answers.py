@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from tritium.ipc.call_records import Tensor
+from tritium.ipc.messages import CallReply
 
 
 class CallError(Exception):
@@ -18,10 +17,10 @@ class CallError(Exception):
 
 
 class Answer:
-    """The server's answer to one call: its document and output tensors."""
+    """The server's answer to one call: its message and output tensors."""
 
     __slots__ = ("message", "tensors")
 
-    def __init__(self, message: dict[str, Any], tensors: list[Tensor]) -> None:
+    def __init__(self, message: CallReply, tensors: list[Tensor]) -> None:
         self.message = message
         self.tensors = tensors

@@ -17,10 +17,11 @@ import asyncio
 import threading
 import time
 from collections import deque
-from typing import Any, Protocol
+from typing import Protocol
 
 from tritium.backends.python.bls_answers import Answer, CallError
 from tritium.ipc.call_records import MAX_UNREAD
+from tritium.ipc.messages import CancelCall, MoreAnswers
 
 Item = Answer | CallError
 
@@ -31,7 +32,7 @@ ACK_EVERY = MAX_UNREAD // 16
 class StreamClient(Protocol):
     """What a reply stream needs of the call channel's client (``bls.CallClient``)."""
 
-    def notify(self, message: dict[str, Any]) -> None:
+    def notify(self, message: MoreAnswers | CancelCall) -> None:
         """Send a record that gets no answer (``more``, ``cancel``)."""
 
     def wait_stream(self, stream: ReplyStream, deadline: float) -> None:
@@ -114,13 +115,13 @@ class ReplyStream:
             return
         self._untold += 1
         if self._untold >= ACK_EVERY:
-            self.client.notify({"op": "more", "call": self.call_id, "n": self._untold})
+            self.client.notify(MoreAnswers(self.call_id, self._untold))
             self._untold = 0
 
     def cancel(self) -> None:
         """Ask the server to cancel the call; its last answer still comes (an error)."""
         if not self.closed:
-            self.client.notify({"op": "cancel", "call": self.call_id})
+            self.client.notify(CancelCall(self.call_id))
 
     def drop(self) -> None:
         """Nobody will read on: cancel the call and discard what still comes."""

@@ -25,13 +25,14 @@ from tritium.backends.python.bls_streams import ReplyStream
 from tritium.backends.python.pb_utils_errors import ErrorCode, TritonError, TritonModelException
 from tritium.backends.python.pb_utils_response import InferenceResponse
 from tritium.backends.python.pb_utils_tensor import Tensor
+from tritium.ipc.messages import Call, InferCall, LoadModelCall, ModelReadyCall, UnloadModelCall
 
 
 def _response(answer: bls.Answer) -> InferenceResponse:
     outputs = [
         Tensor._from_buffer(name, array, datatype) for name, datatype, array in answer.tensors
     ]
-    params = answer.message.get("params") or None
+    params = answer.message.params or None
     return InferenceResponse(output_tensors=outputs, parameters=params)
 
 
@@ -92,8 +93,8 @@ def _to_response(item: bls.Answer | bls.CallError) -> InferenceResponse:
     return _response(item)
 
 
-def _start_stream(message: dict[str, Any], tensors: list[Any]) -> ResponseIterator:
-    message["decoupled"] = True
+def _start_stream(message: InferCall, tensors: list[Any]) -> ResponseIterator:
+    message.decoupled = True
     try:
         client = bls.client()
     except bls.CallError as exc:
@@ -112,7 +113,7 @@ def _failed(stream: ReplyStream, error: bls.CallError) -> ReplyStream:
     return stream
 
 
-def exec_request(message: dict[str, Any], tensors: list[Any], decoupled: bool = False) -> Any:
+def exec_request(message: InferCall, tensors: list[Any], decoupled: bool = False) -> Any:
     """``InferenceRequest.exec`` of the call ``message`` with its input ``tensors``: the
     response, or with ``decoupled`` a :class:`ResponseIterator` of the responses."""
     if decoupled:
@@ -135,7 +136,7 @@ async def _first_response(iterator: ResponseIterator) -> ResponseIterator:
     return iterator
 
 
-def async_exec_request(message: dict[str, Any], tensors: list[Any], decoupled: bool = False) -> Any:
+def async_exec_request(message: InferCall, tensors: list[Any], decoupled: bool = False) -> Any:
     """An awaitable of the response (with ``decoupled``, of a :class:`ResponseIterator`,
     once the first response is in), sent at once so several run side by side."""
     try:
@@ -163,9 +164,9 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
-def _manage(message: dict[str, Any]) -> Any:
+def _manage(message: Call) -> Any:
     try:
-        return bls.client().call(message).message.get("value")
+        return bls.client().call(message).message.value
     except bls.CallError as exc:
         raise TritonModelException(exc.message) from None
 
@@ -174,22 +175,16 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
     """Whether the server has ``model_name`` (at ``model_version``, "" = latest) ready."""
     name = _text(model_name, "model_name")
     version = _text(model_version, "model_version")
-    return bool(_manage({"op": "ready", "model": name, "version": version}))
+    return bool(_manage(ModelReadyCall(name, version)))
 
 
 def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
     """Load (or reload) ``model_name`` from the repository (explicit model control)."""
     if files:
         raise TritonModelException("load_model(files=...) is not supported yet")
-    _manage({"op": "load", "model": _text(model_name, "model_name"), "config": config or ""})
+    _manage(LoadModelCall(_text(model_name, "model_name"), config or ""))
 
 
 def unload_model(model_name: str, unload_dependents: bool = False) -> None:
     """Unload ``model_name`` (explicit model control)."""
-    _manage(
-        {
-            "op": "unload",
-            "model": _text(model_name, "model_name"),
-            "unload_dependents": bool(unload_dependents),
-        }
-    )
+    _manage(UnloadModelCall(_text(model_name, "model_name"), bool(unload_dependents)))

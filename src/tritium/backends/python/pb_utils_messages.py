@@ -24,6 +24,7 @@ from tritium.backends.python.pb_utils_response import (
     parameters_to_json,
 )
 from tritium.backends.python.pb_utils_tensor import Tensor
+from tritium.ipc.messages import InferCall
 
 __all__ = ["InferenceRequest", "InferenceResponse", "parameters_to_json"]
 
@@ -285,20 +286,19 @@ class InferenceRequest:
         which ``async for`` iterates without blocking the event loop)."""
         return async_exec_request(*self._call_message(), decoupled)
 
-    def _call_message(self) -> tuple[dict[str, Any], list[Any]]:
-        """This request as a BLS call: the record's document and its input tensors."""
+    def _call_message(self) -> tuple[InferCall, list[Any]]:
+        """This request as a BLS call: the call and its input tensors."""
         version = self._model_version
-        message = {
-            "op": "infer",
-            "model": self._model_name,
-            "version": "" if int(version) < 0 else str(version),
-            "outputs": sorted(self._requested_output_names),
-            "rid": self._request_id,
-            "corr": self._correlation_id,
-            "flags": self._flags,
-            "timeout": self._timeout,
-            "params": self._parameters,
-        }
+        message = InferCall(
+            model=self._model_name,
+            version="" if int(version) < 0 else str(version),
+            outputs=sorted(self._requested_output_names),
+            rid=self._request_id,
+            corr=self._correlation_id,
+            flags=self._flags,
+            timeout=self._timeout,
+            params=self._parameters,
+        )
         return message, [(t._name, t._datatype, t._array) for t in self._inputs]
 
     def __repr__(self) -> str:
