@@ -134,9 +134,9 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
         frames.append(bytes(frame))
         write(frame)
 
-    def spy_read(requests, reply, block=None):
+    def spy_read(requests, reply, block, out):
         replies.append(reply)
-        return read(requests, reply, block)
+        return read(requests, reply, block, out)
 
     transport.write = spy_write
     process._flight._read_responses = spy_read
@@ -237,9 +237,9 @@ def test_big_answers_are_copied_out_a_slice_per_loop_turn(worker, monkeypatch):
     slices = []
     read = process._flight._read_slices
 
-    def spy(message, block, done):
+    def spy(message, block, done, out):
         slices.append((done, process.busy))
-        read(message, block, done)
+        read(message, block, done, out)
 
     monkeypatch.setattr(process._flight, "_read_slices", spy)
 
@@ -269,11 +269,11 @@ def test_a_worker_killed_while_a_big_answer_is_copied_fails_the_batch(worker, mo
     read = process._flight._read_slices
     killed = []
 
-    def kill_first(message, block, done):
+    def kill_first(message, block, done, out):
         if not killed:
             killed.append(True)
             process.kill()
-        read(message, block, done)
+        read(message, block, done, out)
 
     monkeypatch.setattr(process._flight, "_read_slices", kill_first)
 

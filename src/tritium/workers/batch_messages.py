@@ -22,7 +22,7 @@ from tritium.core.errors import InternalError, error_from_code
 from tritium.ipc import Arena, encode
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
-from tritium.ipc.messages import Exec, ReplyItem, RequestItem, Result
+from tritium.ipc.messages import Exec, RequestItem, Result
 
 #: (exec messages without and with the poll hint, input offsets, input sizes, arena end) of
 #: a one-request batch of fixed-size inputs.
@@ -135,10 +135,10 @@ def read_responses(
     responses: list[InferResponse] = []
     dtypes = RAW_DTYPES
     pos = 0
-    item = ReplyItem()
+    item: Any = None
     for request, entry in zip(batch, items):
         if entry != 0:
-            item = entry  # type: ignore[assignment]
+            item = entry
         response = InferResponse(request.model_name, request.model_version, request.id)
         outputs = item.outputs
         if outputs is None:

@@ -20,6 +20,7 @@ from typing import Any
 from tritium.core import InferRequest, InferResponse
 from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, error_from_code
+from tritium.ipc import Arena
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.messages import Continue, Error, Need, Result, ToServer, ToWorker
 from tritium.workers.batch_messages import read_responses
@@ -43,12 +44,10 @@ class BatchInFlight:
     def __init__(
         self,
         label: str,
-        arenas: Callable[[], WorkerArenas | None],
         steps: StepTensors,
         send: Callable[[ToWorker], None],
     ) -> None:
         self.label = label
-        self._arenas = arenas
         self._steps = steps
         self._send = send
         #: The batch and the completion its responses go to (None: no batch in flight).
@@ -63,10 +62,11 @@ class BatchInFlight:
         batch, self.batch = self.batch, None
         return batch
 
-    def on_message(self, message: ToServer) -> None:
-        """A message from the worker while a batch is in flight."""
+    def on_message(self, message: ToServer, arenas: WorkerArenas | None) -> None:
+        """A message from the worker while a batch is in flight (``arenas``: the
+        worker's, None once they are closed)."""
         if type(message) is Need:
-            self._lend(message)
+            self._lend(message, arenas)
             return
         assert self.batch is not None
         batch, fut = self.batch
@@ -77,7 +77,6 @@ class BatchInFlight:
         steps = self._steps
         kept = steps.kept(message) if steps.in_flight else None
         end = message.end
-        arenas = self._arenas()
         out = arenas.outputs if arenas is not None else None
         if (
             kept is None
@@ -91,16 +90,15 @@ class BatchInFlight:
             self.batch = (batch, fut)
             copy = ipc_tensors.SlicedWrites()
             copy.add(0, None, memoryview(out.buf)[:end])
-            self._read_slices(message, bytearray(end), copy)
+            self._read_slices(message, bytearray(end), copy, out)
             return
-        self.settle(batch, fut, message, kept)
+        self.settle(batch, fut, message, kept, out)
 
-    def _lend(self, message: Need) -> None:
+    def _lend(self, message: Need, arenas: WorkerArenas | None) -> None:
         """The outputs did not fit: a bigger arena for them, then ``Continue``."""
         if message.keep:
             self._send(self._steps.need(message.size))
             return
-        arenas = self._arenas()
         if arenas is not None:
             arenas.grow_out(message.size)
         self._send(Continue())
@@ -119,21 +117,24 @@ class BatchInFlight:
             fut.set_exception(InternalError(f"instance '{self.label}' sent '{kind}' for a batch"))
 
     def _read_slices(
-        self, message: Result, block: bytearray, copy: ipc_tensors.SlicedWrites
+        self,
+        message: Result,
+        block: bytearray,
+        copy: ipc_tensors.SlicedWrites,
+        out: Arena,
     ) -> None:
         current = self.batch
         if current is None or current[1].done():
             return  # the worker died or stopped meanwhile: the batch has failed
-        arenas = self._arenas()
-        if arenas is None or arenas.outputs.buf is None:
+        if out.buf is None:  # closed meanwhile
             self.batch = None
             current[1].set_exception(WorkerDied(f"instance '{self.label}' is not running"))
             return
         if not copy.step(block):
-            asyncio.get_running_loop().call_soon(self._read_slices, message, block, copy)
+            asyncio.get_running_loop().call_soon(self._read_slices, message, block, copy, out)
             return
         self.batch = None
-        self.settle(current[0], current[1], message, block)
+        self.settle(current[0], current[1], message, block, out)
 
     def settle(
         self,
@@ -141,14 +142,15 @@ class BatchInFlight:
         fut: Completion[list[InferResponse]],
         message: Result,
         block: Any,
+        out: Arena | None,
     ) -> None:
         """Complete ``fut`` with the reply's responses (views of ``block`` when given,
-        else of a copy of the output arena), in the order the module states."""
+        else of a copy of the output arena ``out``), in the order the module states."""
         if message.ready is not None:
             self.model_ready = message.ready
         self.last_timing = message.t or NO_TIMING
         try:
-            responses = self._read_responses(batch, message, block)
+            responses = self._read_responses(batch, message, block, out)
         except Exception as exc:  # noqa: BLE001 - a malformed reply fails the batch, not us
             log.exception("%s: malformed reply from worker", self.label)
             fut.set_exception(
@@ -158,10 +160,8 @@ class BatchInFlight:
         fut.set_result(responses)
 
     def _read_responses(
-        self, batch: list[InferRequest], reply: Result, block: Any = None
+        self, batch: list[InferRequest], reply: Result, block: Any, out: Arena | None
     ) -> list[InferResponse]:
         if block is not None:
             return read_responses(batch, reply, None, self.label, block)
-        arenas = self._arenas()
-        out = arenas.outputs if arenas is not None else None
         return read_responses(batch, reply, out.buf if out is not None else None, self.label)

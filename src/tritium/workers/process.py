@@ -89,7 +89,7 @@ class WorkerProcess:
         # Ensemble steps' large tensors, kept in shared arenas (see ``StepTensors``).
         self._steps = StepTensors(self._send, self.post, self._fd_sock, self._grow_out)
         # The batch in flight (at most one) and the settling of its reply.
-        self._flight = BatchInFlight(label, lambda: self._arenas, self._steps, self._send)
+        self._flight = BatchInFlight(label, self._steps, self._send)
         self._alive = False
         self.on_exit: Callable[[WorkerProcess], None] | None = None
         #: Messages the worker sends of its own accord, by type (decoupled responses, and
@@ -144,7 +144,7 @@ class WorkerProcess:
             handler(message)
             return
         if self._flight.batch is not None:
-            self._flight.on_message(message)
+            self._flight.on_message(message, self._arenas)
             return
         fut = self._pending
         self._pending = None
