@@ -15,15 +15,16 @@ its constructor (nothing is attached afterwards), in this order:
 7. the ``Service`` façade over the table, the submitter and the repository API.
 
 Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
-stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
-model, and leave no child process behind.
+optionally answer not-ready while still serving (``--drain-delay-secs``), stop accepting and
+close idle connections, let in-flight requests finish within ``--exit-timeout-secs``,
+finalize every model, and leave no child process behind (``shutdown`` has the signals and
+the countdown).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
+from tritium.server.shutdown import FORCED_EXIT_STATUS, Countdown, StopSignals, drain_delay
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
@@ -241,9 +243,17 @@ class Server:
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
 
+    def begin_drain(self) -> None:
+        """SIGTERM with ``--drain-delay-secs``: answer not-ready from now on, while every
+        endpoint keeps serving (load balancers stop sending new work meanwhile)."""
+        self.service.draining = True
+
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
-        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped).
+
+        Idle connections and idle gRPC streams are closed at once: only requests in
+        flight are waited for, with Triton's countdown in the log (``shutdown.Countdown``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(self.settings.exit_timeout_secs)
 
@@ -252,17 +262,38 @@ class Server:
 
         self.service.stopping = True
         await self.poller.stop()
-        drains: list[Awaitable[Any]] = []
-        if self.grpc is not None:
-            drains.append(self.grpc.stop(left()))
-        if self.http is not None:
-            drains.append(self.http.shutdown(left()))
-        await asyncio.gather(*drains)
-        await self.models.unload_all(left())
+        countdown = Countdown(
+            left,
+            lambda: sum(1 for version in self.table.loaded() if version.busy()),
+            lambda: sum(1 for _ in self.table.loaded()),
+        )
+        countdown.start()
+        try:
+            drains: list[Awaitable[Any]] = []
+            if self.grpc is not None:
+                drains.append(self.grpc.stop(left()))
+            if self.http is not None:
+                drains.append(self.http.shutdown(left()))
+            await asyncio.gather(*drains)
+            countdown.unloading()
+            await self.models.unload_all(left())
+        finally:
+            countdown.stop()
         if self.metrics is not None:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
+
+    async def abort(self) -> None:
+        """Stop at once (a second signal): every connection is closed now; the caller
+        then kills the workers."""
+        self.service.stopping = True
+        if self.http is not None:
+            self.http.close()
+        if self.grpc is not None:
+            await self.grpc.stop(0)
+        if self.metrics is not None:
+            await self.metrics.close()
 
 
 def _check_readable_files(s: Settings) -> None:
@@ -338,23 +369,29 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig): 
 
 async def serve(settings: Settings) -> int:
     server = Server(settings)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = StopSignals(asyncio.get_running_loop())
+    signals.install()
+    graceful = True
+    ok = False
     try:
         ok = await server.start()
         if ok:
-            await stop.wait()
+            await signals.first.wait()
             log.info("Received signal, shutting down")
+            if settings.drain_delay_secs > 0:
+                server.begin_drain()
+                await drain_delay(float(settings.drain_delay_secs), signals.second)
     finally:
         try:
-            await server.shutdown()
+            graceful = await signals.unless_second(server.shutdown())
+            if not graceful:
+                await server.abort()
         finally:
             # Last resort when a graceful stop failed: no worker outlives the server.
             server.models.kill_all()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        signals.remove()
+    if not graceful:
+        return FORCED_EXIT_STATUS
     return 0 if ok else 1
 
 

@@ -20,6 +20,7 @@ from tritium.core.errors import DecoupledRefused, TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans
+from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
 from tritium.frontends.grpc.infer_response_bytes import (
     FINAL_RESPONSE_FIELD,
     SplitMessage,
@@ -317,6 +318,7 @@ async def model_stream_infer(
     service: ServiceApi,
     requests: AsyncIterator[service_pb2.ModelInferRequest],
     trace: dict[str, str] | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
     """ModelStreamInfer over async iterators (for transports that hand out iterators).
 
@@ -324,7 +326,9 @@ async def model_stream_infer(
     taken by the transport; past that, no further request is read until the client
     takes its replies. Replies waiting for the client are capped at
     :data:`MAX_STREAM_REPLY_BYTES`: past that, every request of the stream is cancelled
-    and :class:`StreamBacklogExceeded` ends the call."""
+    and :class:`StreamBacklogExceeded` ends the call. Listed in ``open_streams`` (when
+    given), the stream is ended at shutdown as soon as none of its requests is pending,
+    by :class:`StreamEndedAtShutdown`."""
     loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
     waiting = [0]  # bytes of the replies in the queue
@@ -365,6 +369,22 @@ async def model_stream_infer(
             replies.put_nowait(None)
 
     reader = asyncio.ensure_future(read())
+    ended: list[bool] = []  # ended by the server's shutdown
+
+    def end_now() -> None:
+        if not ended:
+            ended.append(True)
+            reader.cancel()
+            replies.put_nowait(None)
+
+    def end_at_shutdown() -> None:
+        if stream.pending:
+            stream.on_idle = end_now
+        else:
+            end_now()
+
+    if open_streams is not None:
+        open_streams.add(end_at_shutdown)
     try:
         while (reply := await replies.get()) is not None:
             waiting[0] -= reply.ByteSize()
@@ -378,7 +398,11 @@ async def model_stream_infer(
                 f"stream reset: more than {MAX_STREAM_REPLY_BYTES >> 20} MiB of responses "
                 "were waiting for the client to read them"
             )
+        if ended:
+            raise StreamEndedAtShutdown("Server is shutting down")
         await reader  # surfaces a broken request stream
     finally:
+        if open_streams is not None:
+            open_streams.discard(end_at_shutdown)
         reader.cancel()
         stream.cancel()

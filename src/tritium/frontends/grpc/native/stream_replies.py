@@ -19,6 +19,9 @@ from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
+#: How a stream ended by the server's shutdown says so (the request path's refusal text).
+SHUTTING_DOWN = "Server is shutting down"
+
 
 class StreamReplies(CallState):
     """Sending a streamed call's replies; see the module docstring."""
@@ -100,6 +103,26 @@ class StreamReplies(CallState):
             self._close()
             self._cancel_work()
         proto.schedule_flush()
+
+    def end_at_shutdown(self) -> None:
+        """The server is stopping: end this stream now when no request of it is pending,
+        else once its last pending request has been answered (UNAVAILABLE either way, so
+        the client knows to go elsewhere). A unary call is left to finish."""
+        stream = self.infer_stream
+        if stream is None or self.closed:
+            return
+        if stream.pending:
+            stream.on_idle = self._shutdown_idle
+        else:
+            self._shutdown_idle()
+
+    def _shutdown_idle(self) -> None:
+        if self.compressing is not None:
+            self.idle_pending = True  # ended once the waiting messages are sent
+            return
+        if not self.closed:
+            self._end(w.UNAVAILABLE, SHUTTING_DOWN)
+            self.proto.schedule_flush()
 
     def _stream_idle(self) -> None:
         if self.compressing is not None:
