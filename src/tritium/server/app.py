@@ -37,7 +37,7 @@ from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
-from tritium.server.shutdown import FORCED_EXIT_STATUS, Countdown, StopSignals, drain_delay
+from tritium.server.shutdown import Countdown, serve_until_stopped
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
@@ -249,16 +249,13 @@ class Server:
             )
 
     def begin_drain(self) -> None:
-        """SIGTERM with ``--drain-delay-secs``: answer not-ready from now on, while every
-        endpoint keeps serving (load balancers stop sending new work meanwhile)."""
+        """SIGTERM with ``--drain-delay-secs``: not ready from now on, still serving."""
         self.service.draining = True
 
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
-        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped).
-
-        Idle connections and idle gRPC streams are closed at once: only requests in
-        flight are waited for, with Triton's countdown in the log (``shutdown.Countdown``)."""
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped). Idle
+        connections and streams close at once; the log counts down (``shutdown.Countdown``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(self.settings.exit_timeout_secs)
 
@@ -290,8 +287,7 @@ class Server:
         self.service.close()
 
     async def abort(self) -> None:
-        """Stop at once (a second signal): every connection is closed now; the caller
-        then kills the workers."""
+        """Stop at once (a second signal): close every connection; workers are killed next."""
         self.service.stopping = True
         if self.http is not None:
             self.http.close()
@@ -373,31 +369,8 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
 
 
 async def serve(settings: Settings) -> int:
-    server = Server(settings)
-    signals = StopSignals(asyncio.get_running_loop())
-    signals.install()
-    graceful = True
-    ok = False
-    try:
-        ok = await server.start()
-        if ok:
-            await signals.first.wait()
-            log.info("Received signal, shutting down")
-            if settings.drain_delay_secs > 0:
-                server.begin_drain()
-                await drain_delay(float(settings.drain_delay_secs), signals.second)
-    finally:
-        try:
-            graceful = await signals.unless_second(server.shutdown())
-            if not graceful:
-                await server.abort()
-        finally:
-            # Last resort when a graceful stop failed: no worker outlives the server.
-            server.models.kill_all()
-        signals.remove()
-    if not graceful:
-        return FORCED_EXIT_STATUS
-    return 0 if ok else 1
+    """Serve until SIGINT/SIGTERM (see ``shutdown.serve_until_stopped``); the exit code."""
+    return await serve_until_stopped(Server(settings), float(settings.drain_delay_secs))
 
 
 def run(settings: Settings) -> int:

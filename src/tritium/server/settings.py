@@ -30,6 +30,15 @@ class Settings:
         "server exits even if some are still running.",
         "Server",
     )
+    drain_delay_secs: int = opt(
+        0,
+        "Seconds to keep serving after SIGTERM/SIGINT while /v2/health/ready and gRPC "
+        "ServerReady answer not-ready, so that load balancers and Kubernetes endpoints stop "
+        "sending new requests first; then new connections are refused and in-flight "
+        "requests get --exit-timeout-secs. 0 (the default) stops accepting at once. A "
+        "second signal ends the wait.",
+        "Server",
+    )
 
     busy_poll_us: int = opt(
         1000,

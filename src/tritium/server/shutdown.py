@@ -17,7 +17,7 @@ import logging
 import math
 import signal
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger("tritium.server")
 
@@ -26,6 +26,47 @@ log = logging.getLogger("tritium.server")
 FORCED_EXIT_STATUS = 1
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Stoppable(Protocol):
+    """The server as its stop sees it (``app.Server`` is one)."""
+
+    models: Any  # the model manager: ``kill_all()`` is the last resort
+
+    async def start(self) -> bool: ...
+    def begin_drain(self) -> None: ...
+    async def shutdown(self) -> None: ...
+    async def abort(self) -> None: ...
+
+
+async def serve_until_stopped(server: Stoppable, drain_delay_s: float) -> int:
+    """Start ``server`` and serve until SIGINT/SIGTERM; then the drain window (when
+    ``drain_delay_s`` > 0) and the graceful stop, cut short by a second signal. Returns the
+    exit code: 0, 1 when start-up failed, :data:`FORCED_EXIT_STATUS` when cut short."""
+    signals = StopSignals(asyncio.get_running_loop())
+    signals.install()
+    graceful = True
+    ok = False
+    try:
+        ok = await server.start()
+        if ok:
+            await signals.first.wait()
+            log.info("Received signal, shutting down")
+            if drain_delay_s > 0:
+                server.begin_drain()
+                await drain_delay(drain_delay_s, signals.second)
+    finally:
+        try:
+            graceful = await signals.unless_second(server.shutdown())
+            if not graceful:
+                await server.abort()
+        finally:
+            # Last resort when a graceful stop failed: no worker outlives the server.
+            server.models.kill_all()
+        signals.remove()
+    if not graceful:
+        return FORCED_EXIT_STATUS
+    return 0 if ok else 1
 
 
 class StopSignals:

@@ -20,7 +20,6 @@ from tritium.core.errors import DecoupledRefused, TritiumError
 from tritium.core.types import InferResponse
 from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infer_response
 from tritium.frontends.grpc.infer_plans import RequestPlans
-from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
 from tritium.frontends.grpc.infer_response_bytes import (
     FINAL_RESPONSE_FIELD,
     SplitMessage,
@@ -29,6 +28,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_bytes,
     stream_response_split,
 )
+from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import DecoupledCall
 from tritium.service.api import ServiceApi
