@@ -32,11 +32,8 @@ class Settings:
     )
     drain_delay_secs: int = opt(
         0,
-        "Seconds to keep serving after SIGTERM/SIGINT while /v2/health/ready and gRPC "
-        "ServerReady answer not-ready, so that load balancers and Kubernetes endpoints stop "
-        "sending new requests first; then new connections are refused and in-flight "
-        "requests get --exit-timeout-secs. 0 (the default) stops accepting at once. A "
-        "second signal ends the wait.",
+        "Seconds to keep serving after SIGTERM while answering not-ready (so that load "
+        "balancers stop sending first), before new connections are refused. 0: at once.",
         "Server",
     )
 

@@ -28,7 +28,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_bytes,
     stream_response_split,
 )
-from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
+from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown, end_when_idle
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import DecoupledCall
 from tritium.service.api import ServiceApi
@@ -326,9 +326,8 @@ async def model_stream_infer(
     taken by the transport; past that, no further request is read until the client
     takes its replies. Replies waiting for the client are capped at
     :data:`MAX_STREAM_REPLY_BYTES`: past that, every request of the stream is cancelled
-    and :class:`StreamBacklogExceeded` ends the call. Listed in ``open_streams`` (when
-    given), the stream is ended at shutdown as soon as none of its requests is pending,
-    by :class:`StreamEndedAtShutdown`."""
+    and :class:`StreamBacklogExceeded` ends the call. In ``open_streams``, it is ended at
+    shutdown once no request of it is pending (:class:`StreamEndedAtShutdown`)."""
     loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
     waiting = [0]  # bytes of the replies in the queue
@@ -369,7 +368,7 @@ async def model_stream_infer(
             replies.put_nowait(None)
 
     reader = asyncio.ensure_future(read())
-    ended: list[bool] = []  # ended by the server's shutdown
+    ended: list[bool] = []  # by the server's shutdown
 
     def end_now() -> None:
         if not ended:
@@ -377,14 +376,8 @@ async def model_stream_infer(
             reader.cancel()
             replies.put_nowait(None)
 
-    def end_at_shutdown() -> None:
-        if stream.pending:
-            stream.on_idle = end_now
-        else:
-            end_now()
-
-    if open_streams is not None:
-        open_streams.add(end_at_shutdown)
+    streams = open_streams if open_streams is not None else OpenStreams()
+    streams.add(ending := partial(end_when_idle, stream, end_now))
     try:
         while (reply := await replies.get()) is not None:
             waiting[0] -= reply.ByteSize()
@@ -402,7 +395,6 @@ async def model_stream_infer(
             raise StreamEndedAtShutdown("Server is shutting down")
         await reader  # surfaces a broken request stream
     finally:
-        if open_streams is not None:
-            open_streams.discard(end_at_shutdown)
+        streams.discard(ending)
         reader.cancel()
         stream.cancel()

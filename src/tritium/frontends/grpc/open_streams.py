@@ -7,6 +7,25 @@ The native transport needs no such list: its connections hold their streams.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
+
+
+class PendingRequests(Protocol):
+    """A stream's requests as :func:`end_when_idle` sees them (``InferStream`` is one)."""
+
+    @property
+    def pending(self) -> int: ...
+
+    on_idle: Callable[[], None] | None
+
+
+def end_when_idle(stream: PendingRequests, end: Callable[[], None]) -> None:
+    """Call ``end`` now when no request of ``stream`` is pending, else once the last
+    pending one has been answered."""
+    if stream.pending:
+        stream.on_idle = end
+    else:
+        end()
 
 
 class StreamEndedAtShutdown(Exception):

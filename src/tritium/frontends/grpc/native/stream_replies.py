@@ -15,6 +15,7 @@ from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.call_state import CallState, compress_message
 from tritium.frontends.grpc.native.frames import ENHANCE_YOUR_CALM
 from tritium.frontends.grpc.native.sending import MAX_QUEUED_BYTES
+from tritium.frontends.grpc.open_streams import end_when_idle
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 
 logger = logging.getLogger("tritium.frontends.grpc")
@@ -108,13 +109,8 @@ class StreamReplies(CallState):
         """The server is stopping: end this stream now when no request of it is pending,
         else once its last pending request has been answered (UNAVAILABLE either way, so
         the client knows to go elsewhere). A unary call is left to finish."""
-        stream = self.infer_stream
-        if stream is None or self.closed:
-            return
-        if stream.pending:
-            stream.on_idle = self._shutdown_idle
-        else:
-            self._shutdown_idle()
+        if self.infer_stream is not None and not self.closed:
+            end_when_idle(self.infer_stream, self._shutdown_idle)
 
     def _shutdown_idle(self) -> None:
         if self.compressing is not None:
