@@ -233,6 +233,13 @@ def _ready_http(url: str) -> int:
     return int(head.split(b" ", 2)[1])
 
 
+def _read_until_closed(sock: socket.socket) -> bytes:
+    data = b""
+    while chunk := sock.recv(4096):
+        data += chunk
+    return data
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_drain_delay_answers_not_ready_while_serving_then_stops(transport):
     delay = 3
@@ -243,11 +250,21 @@ def test_drain_delay_answers_not_ready_while_serving_then_stops(transport):
     try:
         assert _ready_http(server.http_url) == 200
         assert grpc_kept.is_server_ready()
+        host, port = server.http_url.split(":")
+        kept_http = socket.create_connection((host, int(port)), timeout=5)
+        kept_http.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(0.2)
         started = time.monotonic()
         server.signal(signal.SIGTERM)
         assert server.wait_for_log(r"Draining: the server answers not-ready", 5)
         # Not ready at once, on both endpoints...
         assert _ready_http(server.http_url) == 400  # Triton's not-ready status
+        # ...and a kept-alive HTTP connection is answered, then closed (the client
+        # reconnects through its balancer rather than staying on this server).
+        assert kept_http.recv(4096).startswith(b"HTTP/1.1 200")  # answered before
+        kept_http.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = _read_until_closed(kept_http)
+        assert answer.startswith(b"HTTP/1.1 200") and b"Connection: close" in answer
         assert not grpc_kept.is_server_ready()
         # ...while inference is still served: on an open connection and on new ones.
         assert int(grpc_kept.infer("sleeper", [_grpc_sleep(10)]).as_numpy("PID")[0]) > 0
@@ -279,6 +296,7 @@ def test_drain_delay_answers_not_ready_while_serving_then_stops(transport):
         if server.proc.poll() is None:
             server.stop()
         grpc_kept.close()
+        kept_http.close()
     assert code == 0, server.log[-3000:]
     assert "error" not in result, result.get("error")
     assert delay <= took < delay + 5, f"{took:.1f} s"

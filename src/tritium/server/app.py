@@ -249,8 +249,10 @@ class Server:
             )
 
     def begin_drain(self) -> None:
-        """SIGTERM with ``--drain-delay-secs``: not ready from now on, still serving."""
+        """``--drain-delay-secs``: not ready, still serving; HTTP closes after each answer."""
         self.service.draining = True
+        if self.http is not None:
+            self.http.close_after_responses()
 
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
