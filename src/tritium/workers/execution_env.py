@@ -74,14 +74,14 @@ class WorkerPython:
         return environ
 
 
-def requested(model_dir: Path, config: Mapping[str, Any]) -> Path | None:
-    """The environment path a config asks for, or None."""
+def requested(model_dir: Path, config: Mapping[str, Any]) -> tuple[str, Path] | None:
+    """The environment a config asks for (the value as written, and its path), or None."""
     param = config.get("parameters", {}).get(PARAMETER)
     value = (param or {}).get("string_value", "") if isinstance(param, Mapping) else ""
     if not value:
         return None
     path = Path(value.replace(_MODEL_DIRECTORY, str(model_dir)))
-    return path if path.is_absolute() else model_dir / path
+    return value, path if path.is_absolute() else model_dir / path
 
 
 def cache_root() -> Path:
@@ -96,10 +96,11 @@ def prepare(model_dir: Path, config: Mapping[str, Any]) -> WorkerPython | None:
     """The interpreter the workers of the model in ``model_dir`` run under, or None for
     the server's own.
     Raises :class:`Unavailable` with the reason when the environment is unusable."""
-    path = requested(model_dir, config)
-    if path is None:
+    asked = requested(model_dir, config)
+    if asked is None:
         return None
-    where = f"{PARAMETER} '{path}'"
+    value, path = asked
+    where = f"{PARAMETER} '{value}'"  # as written: error texts carry no server paths
     try:
         root = path if path.is_dir() else _unpacked(path, cache_root())
     except (OSError, tarfile.TarError, ValueError) as exc:
