@@ -290,13 +290,13 @@ def test_unknown_backend_reads_like_triton_missing_library() -> None:
     assert error.phase == "load"
 
 
-@pytest.mark.parametrize("platform", ["tensorrt_plan", "pytorch_libtorch"])
 def test_onnxruntime_models_pass_validation_the_triton_build_without_that_backend_refused() -> None:
     case = REJECTED["onnx"]
     assert "unable to find backend library for backend 'onnxruntime'" in case["message"]
     check(case["config.pbtxt"], "onnx")
 
 
+@pytest.mark.parametrize("platform", ["tensorrt_plan", "pytorch_libtorch"])
 def test_other_framework_platforms_are_unsupported(platform: str) -> None:
     error = rejection(f'platform: "{platform}"' + IO)
     assert error.message.startswith("unable to find backend library for backend ")
