@@ -82,7 +82,9 @@ def test_non_zero_max_batch_size_on_a_graph_that_cannot_batch_fails() -> None:
         "max_batch_size is specified"
     )
     # Without auto-complete the same configuration fails as well.
-    assert "does not support batching" in failure("max_batch_size: 8", fixed_in, auto_complete=False)
+    assert "does not support batching" in failure(
+        "max_batch_size: 8", fixed_in, auto_complete=False
+    )
 
 
 def test_scalar_per_item_becomes_dims_1_with_an_empty_reshape() -> None:

@@ -38,7 +38,10 @@ def test_thread_counts_and_execution_mode_are_taken_as_given() -> None:
     )
     assert (s.intra_op_threads, s.inter_op_threads, s.parallel) == (3, 2, True)
     # A parallel executor without an inter-op count gets the instance's share.
-    assert settings(param("execution_mode", "1") + "instance_group [ { count: 2 } ]").inter_op_threads == 4
+    assert (
+        settings(param("execution_mode", "1") + "instance_group [ { count: 2 } ]").inter_op_threads
+        == 4
+    )
 
 
 def test_memory_flags_graph_level_and_session_entries() -> None:
@@ -64,10 +67,13 @@ def test_memory_flags_graph_level_and_session_entries() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        (param("intra_op_thread_count", "two"), "parameter 'intra_op_thread_count' must be an integer"),
+        (
+            param("intra_op_thread_count", "two"),
+            "parameter 'intra_op_thread_count' must be an integer",
+        ),
         (param("enable_mem_arena", "maybe"), "parameter 'enable_mem_arena' must be a boolean"),
         (
-            "optimization { execution_accelerators { cpu_execution_accelerator { name: \"tpu\" } } }",
+            'optimization { execution_accelerators { cpu_execution_accelerator { name: "tpu" } } }',
             "unknown Execution Accelerator 'tpu' is requested",
         ),
     ],

@@ -26,6 +26,7 @@ from tritium.backends.onnxruntime.session import (
 )
 from tritium.backends.onnxruntime.session_settings import SettingsError, session_settings
 from tritium.backends.python.pb_utils_errors import TritonError
+from tritium.backends.python.pb_utils_logger import Logger
 from tritium.backends.python.pb_utils_messages import InferenceResponse
 from tritium.backends.python.pb_utils_tensor import Tensor
 from tritium.config import ConfigError, config_from_dict
@@ -57,6 +58,14 @@ class OnnxModel:
             raise OnnxLoadError(f"model '{self.model_name}': {exc}") from None
         self.settings = settings
         self.session, self.run_options = build_session(self.path, settings, self.model_name)
+        Logger.log_info(
+            f"onnxruntime session for '{args.get('model_instance_name', self.model_name)}': "
+            f"intra_op_thread_count={settings.intra_op_threads} "
+            f"inter_op_thread_count={settings.inter_op_threads} "
+            f"execution_mode={'parallel' if settings.parallel else 'sequential'} "
+            f"graph_optimization={settings.graph_level} "
+            f"providers={','.join(self.session.get_providers())}"
+        )
         try:
             # The configuration as completed (or written, without auto-complete) must
             # still match the graph this instance opened.
@@ -78,6 +87,12 @@ class OnnxModel:
         self.bf16_outputs = {n for n in self.outputs if self.wire[n] == "BF16"}
         self.strings = {name for name, wire in self.wire.items() if wire == "BYTES"}
         self.ort = import_onnxruntime() if (self.bf16_inputs or self.bf16_outputs) else None
+        if self.ort is not None and any(self.wire[n] == "BYTES" for n in inputs):
+            # BF16 only passes as ORT values, and ORT's Python API makes none of strings.
+            raise OnnxLoadError(
+                f"model '{self.model_name}' has both BF16 tensors and STRING inputs, which "
+                "onnxruntime's Python API cannot feed to one run"
+            )
 
     def execute(self, requests: list[Any]) -> list[InferenceResponse]:
         if len(requests) == 1:
