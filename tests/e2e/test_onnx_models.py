@@ -396,3 +396,45 @@ def test_without_the_extra_a_model_fails_with_the_install_hint(tmp_path: Path) -
     assert entry["reason"] == (
         "backend 'onnxruntime' is not installed: pip install 'tritium[onnxruntime]'"
     )
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_warm_up_and_restart_after_a_crash(tmp_path: Path) -> None:
+    import os
+    import signal
+    import time
+
+    repo = tmp_path / "repo"
+    om.write_model(
+        repo,
+        "m",
+        om.scale(2.0).SerializeToString(),
+        'platform: "onnxruntime_onnx"\n'
+        + ONE
+        + 'model_warmup [ { name: "zeros" batch_size: 2 inputs { key: "X" value: {'
+        " data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n",
+    )
+    x = np.ones((1, 4), np.float32)
+    with ServerProcess([repo]) as server:
+        client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
+        try:
+            np.testing.assert_array_equal(_infer(client, "m", {"X": (x, "FP32")}, ["Y"])[0], x * 2)
+            assert server.proc is not None
+            (worker,) = _children(server.proc.pid)
+            os.kill(worker, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    (y,) = _infer(client, "m", {"X": (x, "FP32")}, ["Y"])
+                    break
+                except InferenceServerException:
+                    assert time.monotonic() < deadline, server.log[-3000:]
+                    time.sleep(0.2)
+            np.testing.assert_array_equal(y, x * 2)
+            assert _children(server.proc.pid) not in ([], [worker])
+        finally:
+            client.close()
