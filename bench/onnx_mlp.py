@@ -30,7 +30,13 @@ from bench.anchors import default_prefix, default_tools_dir, locate_anchors  # n
 from bench.measurement import Measurement  # noqa: E402
 from bench.perf import run_perf_analyzer  # noqa: E402
 from bench.scenarios import DEFAULT_SETTINGS, Scenario  # noqa: E402
-from bench.servers import TritiumServer, TritonServer, group_pids, wait_models_ready  # noqa: E402
+from bench.servers import (  # noqa: E402
+    Server,
+    TritiumServer,
+    TritonServer,
+    group_pids,
+    wait_models_ready,
+)
 
 SHAPE = ("--shape", "INPUT0:256")
 #: (label, protocol, concurrency)
@@ -105,9 +111,9 @@ def main() -> int:
     triton_repo.mkdir()
     (triton_repo / "mlp_py").symlink_to(models / "triton" / "mlp_py")
     ports = tuple(int(p) for p in args.triton_ports.split(","))
-    servers = {
+    servers: dict[str, Server] = {
         "tritium": TritiumServer(models / "tritium", args.tritium_port, work),
-        "triton": TritonServer(anchors, triton_repo, ports, work),  # type: ignore[arg-type]
+        "triton": TritonServer(anchors, triton_repo, (ports[0], ports[1], ports[2]), work),
     }
     results: dict[tuple[str, str], list[Measurement]] = {}
     memory: list[float] = []
