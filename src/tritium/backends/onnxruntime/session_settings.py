@@ -33,8 +33,13 @@ ACCELERATOR_PROVIDERS: dict[str, str] = {
     "cuda": "CUDAExecutionProvider",
 }
 # Which extra installs each provider.
+# The extra's package (onnxruntime-openvino) replaces onnxruntime: both install the same
+# `onnxruntime` module, so only one of the two may be installed.
 PROVIDER_EXTRAS: dict[str, str] = {
     "OpenVINOExecutionProvider": "tritium[openvino]",
+}
+_EXTRA_NOTES: dict[str, str] = {
+    "OpenVINOExecutionProvider": " (onnxruntime-openvino, in place of onnxruntime)",
 }
 # optimization.graph.level -> ORT's GraphOptimizationLevel member name.
 _GRAPH_LEVELS = {-1: "ORT_ENABLE_BASIC", 1: "ORT_ENABLE_EXTENDED"}
@@ -116,7 +121,7 @@ def check_providers(settings: SessionSettings, available: list[str], model: str)
     for provider, _ in settings.providers:
         if provider not in available:
             extra = PROVIDER_EXTRAS.get(provider)
-            hint = f": pip install '{extra}'" if extra else ""
+            hint = f": pip install '{extra}'{_EXTRA_NOTES.get(provider, '')}" if extra else ""
             raise SettingsError(
                 f"model '{model}' asks for execution provider {provider}, which this "
                 f"onnxruntime does not have (it has {', '.join(available)}){hint}"
