@@ -1,0 +1,310 @@
+"""Building the versions of one model load, beside whatever serves now.
+
+Read ``config.pbtxt`` (or start empty), pick versions by the version policy, let model.py
+auto-complete the config in a worker, fill Triton's defaults, validate, then start every
+instance of every selected version and warm it up. A version that fails at any step is
+reported with the reason, and nothing it started is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tritium import config as cfg
+from tritium import repository as repo
+from tritium.core.clock import now_ns
+from tritium.core.errors import TritiumError, Unavailable
+from tritium.core.latency_histogram import LatencyHistogram, first_response_buckets
+from tritium.core.latency_summary import SummarizedStatistics
+from tritium.core.statistics import ModelStatistics
+from tritium.repository.overrides import PrivateFolder
+from tritium.scheduling import load_initial_states
+from tritium.service.lifecycle.warmup import warm_up
+from tritium.service.model.classification import Labels, read_labels
+from tritium.service.model.interface import ServedVersion
+from tritium.service.model.version import LoadedVersion, instance_specs
+from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
+from tritium.workers.calls import CallHandler
+
+log = logging.getLogger("tritium.models")
+
+LOAD_TIMEOUT_S = 600.0
+DRAIN_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadOptions:
+    auto_complete: bool = True
+    model_config_name: str = ""
+    log_verbose: int = 0
+    gpu_count: int = 0
+    # Importing model.py (and auto-complete) and each instance's initialize() must finish
+    # within this (``--backend-config=python,initialize-timeout-seconds=N``).
+    load_timeout_s: float = LOAD_TIMEOUT_S
+    # How long a replaced or unloaded version may take to finish what reached it.
+    drain_timeout_s: float = DRAIN_TIMEOUT_S
+    crash_policy: CrashPolicy = CrashPolicy()
+    # Keep per-request latency summaries (--metrics-config summary_latencies=true).
+    latency_summaries: bool = False
+    # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``),
+    # and this long after a batch sent while one client's request was all in flight
+    # (``--busy-poll-us``).
+    worker_poll_us: int = 0
+    lone_poll_us: int = 0
+    # Decoupled models keep the first-response histogram (histogram_latencies=true).
+    first_response_histogram: bool = False
+    # --backend-config entries (backend, setting, value), handed to the backends' loaders.
+    backend_config: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class Built:
+    """The outcome of one load: the completed config, the versions that loaded and the
+    reasons of those that did not."""
+
+    config: dict[str, Any]
+    loaded: dict[int, ServedVersion] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
+
+
+class VersionsBuilder(Protocol):
+    """Builds the versions of one model load (the manager's builders: in workers, or an
+    ensemble's plan)."""
+
+    async def build(
+        self,
+        name: str,
+        model_dir: Path,
+        pb: Any,
+        folder: PrivateFolder | None,
+        on_selected: Callable[[tuple[int, ...]], None],
+    ) -> Built: ...
+
+
+async def read_config(name: str, model_dir: Path, options: LoadOptions) -> Any:
+    """The model's ModelConfig from its folder (an empty one when it has none)."""
+    loop = asyncio.get_running_loop()
+    pb = await loop.run_in_executor(
+        None, cfg.load_config_file, model_dir, name, options.model_config_name
+    )
+    if pb is None:
+        if not options.auto_complete:
+            raise Unavailable(
+                f"failed to load model '{name}': no model configuration "
+                "'config.pbtxt' and auto-complete is disabled"
+            )
+        pb = cfg.ModelConfig(name=name)
+    return pb
+
+
+class VersionBuilder:
+    """Builds versions whose instances run in worker processes.
+
+    ``calls`` answers model code's requests (BLS) in the workers this starts;
+    ``lone_request`` tells whether one client's request is all the server has in flight
+    (workers then poll after a batch, see ``LoadOptions.lone_poll_us``)."""
+
+    def __init__(
+        self,
+        options: LoadOptions,
+        calls: CallHandler | None = None,
+        lone_request: Callable[[], bool] | None = None,
+    ) -> None:
+        self.options = options
+        self._starting: set[WorkerProcess] = set()
+        self.call_handler = calls
+        self.lone_request = lone_request
+
+    async def build(
+        self,
+        name: str,
+        model_dir: Path,
+        pb: Any,
+        folder: PrivateFolder | None,
+        on_selected: Callable[[tuple[int, ...]], None],
+    ) -> Built:
+        """Build every version ``pb``'s policy selects from ``model_dir``. Raises when the
+        model as a whole cannot load (no version, bad config); per-version failures are
+        in ``Built.failed``."""
+        pb = _named(pb, name)
+        loop = asyncio.get_running_loop()
+        available = await loop.run_in_executor(None, repo.available_versions, model_dir)
+        selection = repo.select_versions(pb.version_policy, available)
+        if not selection.selected:
+            raise Unavailable(
+                f"at least one version must be available under the version policy of model '{name}'"
+            )
+        for number in selection.missing:
+            # As Triton: logged, not loaded, and not held against the model's readiness.
+            log.error(
+                "version %d is specified for model '%s', but the version directory is not present",
+                number,
+                name,
+            )
+        on_selected(selection.selected)
+
+        # Auto-complete runs in a worker for the newest version; that worker is then kept
+        # as the first instance of that version.
+        newest = max(selection.selected)
+        first = self._new_process(f"{name}:{newest}")
+        try:
+            await first.spawn()
+            spec = _load_spec(name, model_dir, newest, cfg.config_to_json(pb), self.options)
+            spec["auto_complete"] = self.options.auto_complete
+            reply = await self._timed(first.load(spec, self.options.load_timeout_s), name, "load")
+            if reply.get("config") is not None:
+                pb = cfg.config_from_dict(reply["config"])
+            pb = cfg.complete_config(pb, name, gpu_count=self.options.gpu_count)
+            cfg.validate_config(pb, name, gpu_count=self.options.gpu_count)
+            config = cfg.config_to_json(pb)
+            labels = await asyncio.get_running_loop().run_in_executor(
+                None, read_labels, model_dir, config
+            )
+        except BaseException:
+            await self._discard(first)
+            raise
+        built = Built(config)
+        spare: list[WorkerProcess] = [first]
+
+        async def load_version(number: int) -> None:
+            try:
+                loaded = await self._start_version(
+                    name, model_dir, number, config, spare, folder, labels
+                )
+            except TritiumError as exc:
+                built.failed[number] = exc.message
+                return
+            try:
+                await warm_up(loaded, model_dir, self.options.load_timeout_s)
+            except TritiumError as exc:
+                await loaded.stop(1.0, "failed to warm up")
+                built.failed[number] = exc.message
+                return
+            built.loaded[number] = loaded
+
+        try:
+            await asyncio.gather(*(load_version(n) for n in selection.selected))
+        finally:
+            for process in spare:
+                await self._discard(process)
+        return built
+
+    def _new_process(self, label: str) -> WorkerProcess:
+        process = WorkerProcess(
+            label,
+            calls=self.call_handler,
+            poll_us=self.options.worker_poll_us,
+            lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
+            lone=self.lone_request,
+        )
+        self._starting.add(process)
+        return process
+
+    async def _discard(self, process: WorkerProcess) -> None:
+        try:
+            await process.stop(1.0)
+        finally:
+            self._starting.discard(process)
+
+    async def _timed(self, call: Any, label: str, what: str) -> Any:
+        try:
+            return await call
+        except asyncio.TimeoutError:
+            step = "initialize()" if what == "initialize" else "loading model.py"
+            raise Unavailable(
+                f"{step} of '{label}' did not finish within {self.options.load_timeout_s:g} s"
+            ) from None
+
+    async def _start_version(
+        self,
+        name: str,
+        model_dir: Path,
+        version: int,
+        config: dict[str, Any],
+        spare: list[WorkerProcess],
+        folder: PrivateFolder | None,
+        labels: Mapping[str, Labels],
+    ) -> LoadedVersion:
+        timeout = self.options.load_timeout_s
+        label = f"{name}:{version}"
+
+        async def starter(instance: ModelInstance) -> WorkerProcess:
+            process: WorkerProcess | None = None
+            if spare and spare[0].label == label and spare[0].alive:
+                process = spare.pop()
+            try:
+                if process is None:
+                    process = self._new_process(label)
+                    await process.spawn()
+                    spec = _load_spec(name, model_dir, version, config, self.options)
+                    await self._timed(process.load(spec, timeout), label, "load")
+                await self._timed(
+                    process.initialize(instance.init_message(config), timeout),
+                    instance.name,
+                    "initialize",
+                )
+            except BaseException:
+                if process is not None:
+                    await self._discard(process)
+                raise
+            self._starting.discard(process)
+            return process
+
+        initial_states = None
+        if "sequence_batching" in config:  # initial state files are read off the loop
+            initial_states = await asyncio.get_running_loop().run_in_executor(
+                None, load_initial_states, config, model_dir
+            )
+        stats = SummarizedStatistics(now_ns) if self.options.latency_summaries else ModelStatistics()
+        instances = [
+            ModelInstance(spec, starter, stats, self.options.crash_policy)
+            for spec in instance_specs(config)
+        ]
+        results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            await asyncio.gather(*(i.stop(1.0) for i in instances))
+            first = errors[0]
+            if isinstance(first, TritiumError):
+                raise first
+            raise Unavailable(f"failed to load model '{name}': {first}")
+        loaded = LoadedVersion(
+            name, version, config, instances, stats, folder, initial_states, labels
+        )
+        if self.options.first_response_histogram and loaded.decoupled:
+            loaded.first_response = LatencyHistogram(first_response_buckets(config))
+        return loaded
+
+    def kill_all(self) -> None:
+        """Last resort at exit: workers of loads still in progress."""
+        for process in list(self._starting):
+            process.kill()
+        self._starting.clear()
+
+
+def _named(pb: Any, name: str) -> Any:
+    """An override config without a name takes the model's (one with another name is
+    refused by validation)."""
+    if not pb.name:
+        pb = cfg.ModelConfig.FromString(pb.SerializeToString())
+        pb.name = name
+    return pb
+
+
+def _load_spec(
+    name: str, model_dir: Path, version: int, config: dict[str, Any], options: LoadOptions
+) -> dict[str, Any]:
+    return {
+        "model_name": name,
+        "model_version": str(version),
+        "model_dir": str(model_dir),
+        "config": config,
+        "auto_complete": False,
+        "log_verbose": options.log_verbose,
+        "backend_config": [list(entry) for entry in options.backend_config],
+    }
