@@ -91,6 +91,19 @@ def _all_types_model(types: list[str]) -> bytes:
     return om.graph_model(nodes, inputs, outputs)
 
 
+def _with_default_bias() -> bytes:
+    """``Y = X + BIAS``, BIAS an input with a default (an overridable initializer); fixed
+    shapes, so the model does not batch and BIAS needs no batch dimension."""
+    helper = onnx.helper
+    bias = helper.make_tensor("BIAS", T.FLOAT, [4], [10.0] * 4)
+    return om.graph_model(
+        [helper.make_node("Add", ["X", "BIAS"], ["Y"])],
+        [om.tensor("X", T.FLOAT, [1, 4]), om.tensor("BIAS", T.FLOAT, [4])],
+        [om.tensor("Y", T.FLOAT, [1, 4])],
+        [bias],
+    )
+
+
 def _python_model(repo: Path, name: str, source: str, config: str) -> None:
     (repo / name / "1").mkdir(parents=True)
     (repo / name / "1" / "model.py").write_text(source)
@@ -156,6 +169,14 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "optimization { execution_accelerators { cpu_execution_accelerator {"
             ' name: "openvino" } } }\n',
         ),
+    )
+    om.write_model(
+        repo,
+        "with_default",
+        _with_default_bias(),
+        'platform: "onnxruntime_onnx" max_batch_size: 0\n'
+        'input [ { name: "X" data_type: TYPE_FP32 dims: [ 1, 4 ] },'
+        ' { name: "BIAS" data_type: TYPE_FP32 dims: [ 4 ] optional: true } ]\n' + ONE,
     )
     _python_model(
         repo,
@@ -438,3 +459,12 @@ def test_warm_up_and_restart_after_a_crash(tmp_path: Path) -> None:
             assert _children(server.proc.pid) not in ([], [worker])
         finally:
             client.close()
+
+
+def test_optional_input_with_a_default(client) -> None:
+    x = np.ones((1, 4), np.float32)
+    (y,) = _infer(client, "with_default", {"X": (x, "FP32")}, ["Y"])
+    np.testing.assert_array_equal(y, x + 10)
+    bias = np.arange(4, dtype=np.float32)
+    (y,) = _infer(client, "with_default", {"X": (x, "FP32"), "BIAS": (bias, "FP32")}, ["Y"])
+    np.testing.assert_array_equal(y, x + bias)
