@@ -468,3 +468,34 @@ def test_optional_input_with_a_default(client) -> None:
     bias = np.arange(4, dtype=np.float32)
     (y,) = _infer(client, "with_default", {"X": (x, "FP32"), "BIAS": (bias, "FP32")}, ["Y"])
     np.testing.assert_array_equal(y, x + bias)
+
+
+def test_reload_with_a_new_config_builds_new_sessions(tmp_path: Path) -> None:
+    import json
+
+    repo = tmp_path / "repo"
+    om.write_model(
+        repo, "m", om.scale(2.0).SerializeToString(), 'platform: "onnxruntime_onnx"\n' + ONE
+    )
+    x = np.ones((1, 4), np.float32)
+    args = ["--model-control-mode=explicit", "--load-model=m"]
+    with ServerProcess([repo], args) as server:
+        client = httpclient.InferenceServerClient(server.http_url, network_timeout=60)
+        try:
+            np.testing.assert_array_equal(_infer(client, "m", {"X": (x, "FP32")}, ["Y"])[0], x * 2)
+            override = {
+                "platform": "onnxruntime_onnx",
+                "instance_group": [{"kind": "KIND_CPU", "count": 1}],
+                "parameters": {"intra_op_thread_count": {"string_value": "1"}},
+                "optimization": {"graph": {"level": -1}},
+            }
+            client.load_model("m", config=json.dumps(override))
+            assert server.wait_for_log(
+                r"onnxruntime session for 'm_0_0': intra_op_thread_count=1 .*ORT_ENABLE_BASIC"
+            ), server.log[-3000:]
+            config = client.get_model_config("m")
+            assert config["optimization"]["graph"]["level"] == -1
+            assert config["max_batch_size"] == 4  # auto-completed again from the graph
+            np.testing.assert_array_equal(_infer(client, "m", {"X": (x, "FP32")}, ["Y"])[0], x * 2)
+        finally:
+            client.close()
