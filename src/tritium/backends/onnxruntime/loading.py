@@ -85,12 +85,20 @@ def _with_backend(pb: Any) -> Any:
 
 
 def _default_max_batch_size(spec: dict[str, Any]) -> int:
+    """``--backend-config=onnxruntime,default-max-batch-size=N``, else the global
+    ``--backend-config=default-max-batch-size=N``, else 4 (as Triton)."""
+    found: dict[str, str] = {}
     for backend, setting, value in spec.get("backend_config", ()):
-        if backend == ONNXRUNTIME_BACKEND and setting == BACKEND_SETTING_MAX_BATCH:
-            try:
-                return int(value)
-            except ValueError:
-                raise OnnxLoadError(
-                    f"--backend-config={backend},{setting} must be an integer, got '{value}'"
-                ) from None
-    return DEFAULT_MAX_BATCH_SIZE
+        if backend in (ONNXRUNTIME_BACKEND, "") and setting == BACKEND_SETTING_MAX_BATCH:
+            found[backend] = value
+    if not found:
+        return DEFAULT_MAX_BATCH_SIZE
+    backend = ONNXRUNTIME_BACKEND if ONNXRUNTIME_BACKEND in found else ""
+    value = found[backend]
+    try:
+        return int(value)
+    except ValueError:
+        flag = f"{backend}," if backend else ""
+        raise OnnxLoadError(
+            f"--backend-config={flag}{BACKEND_SETTING_MAX_BATCH} must be an integer, got '{value}'"
+        ) from None
