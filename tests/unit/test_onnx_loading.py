@@ -83,3 +83,10 @@ def test_a_broken_file_fails_with_onnxruntime_reason(tmp_path: Path) -> None:
         loading.load(spec(), {}, folder / "1")
     assert str(info.value).startswith("onnxruntime could not open the model: ")
     assert str(tmp_path) not in str(info.value)
+
+
+def test_decoupled_onnx_models_are_refused(tmp_path: Path) -> None:
+    folder = om.write_model(tmp_path, "m", om.add_sub())
+    config = {"model_transaction_policy": {"decoupled": True}}
+    with pytest.raises(OnnxLoadError, match="does not serve decoupled models"):
+        loading.load(spec(), config, folder / "1")

@@ -50,6 +50,11 @@ def load(spec: dict[str, Any], config: dict[str, Any], version_dir: Path) -> tup
     the configuration against its own session)."""
     import_onnxruntime()  # fails first, with the extra to install
     name = spec["model_name"]
+    if config.get("model_transaction_policy", {}).get("decoupled"):
+        # One run gives one response per request: Triton's backend refuses it too.
+        raise OnnxLoadError(
+            f"model '{name}': the onnxruntime backend does not serve decoupled models"
+        )
     pb = config_from_dict(config)
     if not pb.name:
         pb.name = name
