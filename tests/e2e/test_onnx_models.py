@@ -212,7 +212,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def onnx_server(repo: Path):
     args = ["--exit-on-error=false", "--backend-config=onnxruntime,default-max-batch-size=4"]
-    with ServerProcess([repo], args, grpc=True) as server:
+    with ServerProcess([repo], args, grpc=True, metrics=True) as server:
         yield server
 
 
@@ -348,6 +348,22 @@ def test_concurrent_requests_are_batched_into_one_run(onnx_server, client) -> No
     assert after["inference_count"] - before["inference_count"] == n
     assert after["execution_count"] - before["execution_count"] < n
     assert max(int(b["batch_size"]) for b in after["batch_stats"]) > 1
+
+
+def test_statistics_and_metrics_count_onnx_models(onnx_server, client) -> None:
+    import re
+    import urllib.request
+
+    x = np.ones((1, 4), np.float32)
+    for _ in range(3):
+        _infer(client, "dir_form", {"X": (x, "FP32")}, ["Y"])
+    stats = client.get_inference_statistics("dir_form")["model_stats"][0]
+    assert stats["inference_count"] >= 3
+    assert stats["inference_stats"]["compute_infer"]["count"] >= 1
+    with urllib.request.urlopen(onnx_server.metrics_url, timeout=30) as answer:
+        text = answer.read().decode()
+    found = re.search(r'nv_inference_count\{model="dir_form",version="1"\} (\d+)', text)
+    assert found is not None and int(found.group(1)) >= 3, text[:2000]
 
 
 def test_session_parameters_reach_the_session(onnx_server) -> None:
