@@ -24,9 +24,7 @@ T = onnx.TensorProto
 
 def instance(tmp_path: Path, model: bytes, config: dict | None = None, count: int = 1):
     folder = om.write_model(tmp_path, "m", model)
-    factory, completed = loading.load(
-        {"model_name": "m", "model_version": "1", "auto_complete": True}, config or {}, folder / "1"
-    )
+    factory, completed = loading.load("m", "1", config or {}, folder / "1", auto_complete=True)
     completed = config_to_json(complete_config(config_from_dict(completed), "m"))
     instance = factory()
     instance.initialize({"model_config": json.dumps(completed), "model_instance_name": "m_0"})
@@ -128,9 +126,7 @@ def test_an_onnxruntime_failure_is_an_error_per_request(tmp_path: Path) -> None:
 
 def test_an_instance_checks_the_config_against_its_graph(tmp_path: Path) -> None:
     folder = om.write_model(tmp_path, "m", om.add_sub())
-    factory, _ = loading.load(
-        {"model_name": "m", "model_version": "1", "auto_complete": False}, {}, folder / "1"
-    )
+    factory, _ = loading.load("m", "1", {}, folder / "1", auto_complete=False)
     config = {
         "name": "m",
         "input": [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1, 4]}],

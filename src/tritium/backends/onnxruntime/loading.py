@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,13 +44,21 @@ def serves(config: dict[str, Any], version_dir: Path) -> bool:
     return backend == ONNXRUNTIME_BACKEND
 
 
-def load(spec: dict[str, Any], config: dict[str, Any], version_dir: Path) -> tuple[Any, dict]:
+def load(
+    name: str,
+    version: str,
+    config: dict[str, Any],
+    version_dir: Path,
+    *,
+    auto_complete: bool,
+    backend_config: Iterable[Sequence[str]] = (),
+) -> tuple[Any, dict]:
     """The model class for the worker (called with no arguments per instance, like a
-    ``TritonPythonModel``) and the configuration, auto-completed from the graph when the
-    spec asks for it (otherwise only the backend fields are filled; the instance checks
-    the configuration against its own session)."""
+    ``TritonPythonModel``) and the configuration, auto-completed from the graph when
+    ``auto_complete`` (otherwise only the backend fields are filled; the instance checks
+    the configuration against its own session). ``backend_config``: the server's
+    ``--backend-config`` entries as (backend, setting, value)."""
     import_onnxruntime()  # fails first, with the extra to install
-    name = spec["model_name"]
     if config.get("model_transaction_policy", {}).get("decoupled"):
         # One run gives one response per request: Triton's backend refuses it too.
         raise OnnxLoadError(
@@ -58,8 +67,8 @@ def load(spec: dict[str, Any], config: dict[str, Any], version_dir: Path) -> tup
     pb = config_from_dict(config)
     if not pb.name:
         pb.name = name
-    path = model_path(version_dir, pb.default_model_filename, name, str(spec["model_version"]))
-    auto = bool(spec.get("auto_complete"))
+    path = model_path(version_dir, pb.default_model_filename, name, version)
+    auto = auto_complete
     if auto:
         inputs, outputs = signature(probe_session(path))
     else:
@@ -71,7 +80,7 @@ def load(spec: dict[str, Any], config: dict[str, Any], version_dir: Path) -> tup
                 inputs,
                 outputs,
                 auto_complete=auto,
-                default_max_batch_size=_default_max_batch_size(spec),
+                default_max_batch_size=_default_max_batch_size(backend_config),
             )
             if auto
             else _with_backend(pb)
@@ -89,11 +98,11 @@ def _with_backend(pb: Any) -> Any:
     return pb
 
 
-def _default_max_batch_size(spec: dict[str, Any]) -> int:
+def _default_max_batch_size(backend_config: Iterable[Sequence[str]]) -> int:
     """``--backend-config=onnxruntime,default-max-batch-size=N``, else the global
     ``--backend-config=default-max-batch-size=N``, else 4 (as Triton)."""
     found: dict[str, str] = {}
-    for backend, setting, value in spec.get("backend_config", ()):
+    for backend, setting, value in backend_config:
         if backend in (ONNXRUNTIME_BACKEND, "") and setting == BACKEND_SETTING_MAX_BATCH:
             found[backend] = value
     if not found:

@@ -82,7 +82,14 @@ class ModelHost:
         from tritium.backends.onnxruntime import loading as onnx_loading
 
         if onnx_loading.serves(self.config, version_dir):
-            self.model_class, self.config = onnx_loading.load(self.spec, self.config, version_dir)
+            self.model_class, self.config = onnx_loading.load(
+                self.model_name,
+                self.version,
+                self.config,
+                version_dir,
+                auto_complete=bool(self.spec.get("auto_complete")),
+                backend_config=self.spec.get("backend_config", ()),
+            )
             return self.config
         filename = self.config.get("default_model_filename") or "model.py"
         path = version_dir / filename
