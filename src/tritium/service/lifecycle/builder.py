@@ -60,6 +60,8 @@ class LoadOptions:
     lone_poll_us: int = 0
     # Decoupled models keep the first-response histogram (histogram_latencies=true).
     first_response_histogram: bool = False
+    # --backend-config entries (backend, setting, value), handed to the backends' loaders.
+    backend_config: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -321,4 +323,5 @@ def _load_spec(
         "config": config,
         "auto_complete": False,
         "log_verbose": options.log_verbose,
+        "backend_config": [list(entry) for entry in options.backend_config],
     }
