@@ -62,6 +62,14 @@ class ModelHost:
 
     # -- loading ------------------------------------------------------------------------
 
+    def _serves_onnx(self, version_dir: Path) -> bool:
+        """Whether this is an ONNX model. Asked only when the config does not name the
+        python backend: the check imports tritium.config (and so tritonclient), which a
+        model's own Python environment (EXECUTION_ENV_PATH) need not have."""
+        from tritium.backends.onnxruntime import loading as onnx_loading
+
+        return onnx_loading.serves(self.config, version_dir)
+
     def load(self) -> dict[str, Any] | None:
         """Import model.py; run ``auto_complete_config`` when asked. Returns the config
         after auto-complete (None when auto-complete did not run)."""
@@ -69,9 +77,9 @@ class ModelHost:
         pb_utils._set_model_dir(str(self.model_dir / self.version))
         apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
         version_dir = self.model_dir / self.version
-        from tritium.backends.onnxruntime import loading as onnx_loading
+        if self.config.get("backend") != "python" and self._serves_onnx(version_dir):
+            from tritium.backends.onnxruntime import loading as onnx_loading
 
-        if onnx_loading.serves(self.config, version_dir):
             self.model_class, self.config = onnx_loading.load(
                 self.model_name,
                 self.version,
