@@ -22,16 +22,21 @@ model, and leave no child process behind.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import signal
 import sys
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
+from tritium.repository.location import check_location
+from tritium.repository.scan import RepositoryError
 from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
@@ -179,7 +184,9 @@ class Server:
         """Load models and start frontends; False when start-up must fail."""
         try:
             _check_readable_files(self.settings)
-        except OSError as exc:
+            for location in self.settings.model_repository:
+                check_location(location)
+        except (OSError, RepositoryError) as exc:
             log.error("%s", exc)
             return False
         mode = self.settings.model_control_mode
@@ -212,8 +219,10 @@ class Server:
         return True
 
     async def _start_frontends(self) -> None:
+        s = self.settings
         if self.settings.allow_grpc:
-            self.grpc = await _start_grpc(self.service, self.settings)
+            with _binding("GRPC", s.grpc_address, s.grpc_port, "--grpc-port"):
+                self.grpc = await _start_grpc(self.service, self.settings)
             log.info(
                 "Started GRPCInferenceService at %s:%d", self.settings.grpc_address, self.grpc.port
             )
@@ -221,22 +230,23 @@ class Server:
             from tritium.frontends.http import start_http_server
             from tritium.frontends.http.timeouts import HttpTimeouts
 
-            s = self.settings
-            self.http = await start_http_server(
-                self.service,
-                host=s.http_address,
-                port=s.http_port,
-                max_input_size=s.http_max_input_size,
-                timeouts=HttpTimeouts(
-                    s.http_keep_alive_timeout_secs,
-                    s.http_header_timeout_secs,
-                    s.http_body_timeout_secs,
-                ),
-                restricted=s.http_restrictions,
-            )
+            with _binding("HTTP", s.http_address, s.http_port, "--http-port"):
+                self.http = await start_http_server(
+                    self.service,
+                    host=s.http_address,
+                    port=s.http_port,
+                    max_input_size=s.http_max_input_size,
+                    timeouts=HttpTimeouts(
+                        s.http_keep_alive_timeout_secs,
+                        s.http_header_timeout_secs,
+                        s.http_body_timeout_secs,
+                    ),
+                    restricted=s.http_restrictions,
+                )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
+            with _binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
+                self.metrics = await _start_metrics(self.service, s, self.metrics_config)
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
@@ -263,6 +273,22 @@ class Server:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
+
+
+@contextmanager
+def _binding(service: str, host: str, port: int, flag: str) -> Iterator[None]:
+    """Name the endpoint and its flag when it cannot listen (Triton: "failed to start
+    HTTP service: ... already in use"), instead of the socket's bare error."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in (None, errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+            raise
+        # grpcio says only "Failed to bind": no errno to tell in-use from not-available.
+        why = os.strerror(exc.errno).lower() if exc.errno else "address in use or not available"
+        raise OSError(
+            f"failed to start {service} service: cannot bind {host}:{port} ({flag}): {why}",
+        ) from None
 
 
 def _check_readable_files(s: Settings) -> None:
