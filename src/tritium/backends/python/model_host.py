@@ -21,6 +21,7 @@ import numpy as np
 
 from tritium.backends.python import pb_utils
 from tritium.backends.python.coroutines import CoroutineRunner
+from tritium.backends.python.output_checks import OutputChecks
 from tritium.backends.python.pb_utils_errors import error_pair
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
@@ -58,6 +59,7 @@ class ModelHost:
         self.version: str = str(spec["model_version"])
         self.model_dir = Path(spec["model_dir"])
         self.config: dict[str, Any] = spec.get("config") or {}
+        self._output_checks = OutputChecks(self.config)
         self.model_class: Any = None
         self.model: Any = None
         self.instance_name = self.model_name
@@ -124,6 +126,7 @@ class ModelHost:
     def initialize(self, message: dict[str, Any]) -> None:
         self.config = message["config"]
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
+        self._output_checks = OutputChecks(self.config)
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.coroutines.inline = not self.decoupled
         self.instance_name = message["instance_name"]
@@ -418,7 +421,12 @@ class ModelHost:
         ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
         n = len(requests)
         if not isinstance(result, (list, tuple)) or len(result) != n:
-            got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
+            if isinstance(result, (list, tuple)):
+                got = str(len(result))
+            elif result is None:
+                got = "None: execute must return a list with one InferenceResponse per request"
+            else:
+                got = f"a {type(result).__name__} where a list of InferenceResponse objects belongs"
             message = (
                 f"Number of InferenceResponse objects do not match the number of requests "
                 f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
@@ -428,6 +436,7 @@ class ModelHost:
         placed: list[Any] = []
         pos = 0
         response_type = pb_utils.InferenceResponse
+        checks = self._output_checks
         for index, (response, request) in enumerate(zip(result, requests)):
             # The pb_utils objects are tritium's own: read their fields directly, this
             # loop runs for every response.
@@ -453,9 +462,11 @@ class ModelHost:
                 for tensor in response._output_tensors:
                     name = tensor._name
                     if name not in wanted:
+                        checks.not_in_config(name)
                         continue
                     wire = tensor._datatype
                     array = tensor._array  # BF16: the raw uint16 words
+                    checks.check(name, wire, array.shape)
                     if wire == "BYTES":
                         raw = serialize_bytes(array)
                         size = len(raw)
