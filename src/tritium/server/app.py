@@ -15,32 +15,31 @@ its constructor (nothing is attached afterwards), in this order:
 7. the ``Service`` façade over the table, the submitter and the repository API.
 
 Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
-stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
-model, and leave no child process behind.
+optionally answer not-ready while still serving (``--drain-delay-secs``), stop accepting and
+close idle connections, let in-flight requests finish within ``--exit-timeout-secs``,
+finalize every model, and leave no child process behind (``shutdown`` has the signals and
+the countdown).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import os
-import signal
 import sys
-from collections.abc import Awaitable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
-from tritium.repository.location import check_location
 from tritium.repository.scan import RepositoryError
 from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
+from tritium.server.shutdown import Countdown, serve_until_stopped
+from tritium.server.start_up_checks import binding, check_start_up
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
@@ -188,9 +187,7 @@ class Server:
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
         try:
-            _check_readable_files(self.settings)
-            for location in self.settings.model_repository:
-                check_location(location)
+            check_start_up(self.settings)
         except (OSError, RepositoryError) as exc:
             log.error("%s", exc)
             return False
@@ -226,7 +223,7 @@ class Server:
     async def _start_frontends(self) -> None:
         s = self.settings
         if self.settings.allow_grpc:
-            with _binding("GRPC", s.grpc_address, s.grpc_port, "--grpc-port"):
+            with binding("GRPC", s.grpc_address, s.grpc_port, "--grpc-port"):
                 self.grpc = await _start_grpc(self.service, self.settings)
             log.info(
                 "Started GRPCInferenceService at %s:%d", self.settings.grpc_address, self.grpc.port
@@ -235,7 +232,7 @@ class Server:
             from tritium.frontends.http import start_http_server
             from tritium.frontends.http.timeouts import HttpTimeouts
 
-            with _binding("HTTP", s.http_address, s.http_port, "--http-port"):
+            with binding("HTTP", s.http_address, s.http_port, "--http-port"):
                 self.http = await start_http_server(
                     self.service,
                     host=s.http_address,
@@ -250,15 +247,22 @@ class Server:
                 )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            with _binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
+            with binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
                 self.metrics = await _start_metrics(self.service, s, self.metrics_config)
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
 
+    def begin_drain(self) -> None:
+        """``--drain-delay-secs``: not ready, still serving; HTTP closes after each answer."""
+        self.service.draining = True
+        if self.http is not None:
+            self.http.close_after_responses()
+
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
-        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped). Idle
+        connections and streams close at once; the log counts down (``shutdown.Countdown``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(self.settings.exit_timeout_secs)
 
@@ -267,48 +271,37 @@ class Server:
 
         self.service.stopping = True
         await self.poller.stop()
-        drains: list[Awaitable[Any]] = []
-        if self.grpc is not None:
-            drains.append(self.grpc.stop(left()))
-        if self.http is not None:
-            drains.append(self.http.shutdown(left()))
-        await asyncio.gather(*drains)
-        await self.models.unload_all(left())
+        countdown = Countdown(
+            left,
+            lambda: sum(1 for version in self.table.loaded() if version.busy()),
+            lambda: sum(1 for _ in self.table.loaded()),
+        )
+        countdown.start()
+        try:
+            drains: list[Awaitable[Any]] = []
+            if self.grpc is not None:
+                drains.append(self.grpc.stop(left()))
+            if self.http is not None:
+                drains.append(self.http.shutdown(left()))
+            await asyncio.gather(*drains)
+            countdown.unloading()
+            await self.models.unload_all(left())
+        finally:
+            countdown.stop()
         if self.metrics is not None:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
 
-
-@contextmanager
-def _binding(service: str, host: str, port: int, flag: str) -> Iterator[None]:
-    """Name the endpoint and its flag when it cannot listen (Triton: "failed to start
-    HTTP service: ... already in use"), instead of the socket's bare error."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.errno not in (None, errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-            raise
-        # grpcio says only "Failed to bind": no errno to tell in-use from not-available.
-        why = os.strerror(exc.errno).lower() if exc.errno else "address in use or not available"
-        raise OSError(
-            f"failed to start {service} service: cannot bind {host}:{port} ({flag}): {why}",
-        ) from None
-
-
-def _check_readable_files(s: Settings) -> None:
-    """Fail before loading any model when a file the endpoints need cannot be read."""
-    if not (s.allow_grpc and s.grpc_use_ssl):
-        return
-    files = [("--grpc-server-cert", s.grpc_server_cert), ("--grpc-server-key", s.grpc_server_key)]
-    if s.grpc_use_ssl_mutual:
-        files.append(("--grpc-root-cert", s.grpc_root_cert))
-    for flag, path in files:
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise OSError(f"cannot read {flag} file '{path}': {exc.strerror}") from None
+    async def abort(self) -> None:
+        """Stop at once (a second signal): close every connection; workers are killed next."""
+        self.service.stopping = True
+        if self.http is not None:
+            self.http.close()
+        if self.grpc is not None:
+            await self.grpc.stop(0)
+        if self.metrics is not None:
+            await self.metrics.close()
 
 
 def _grpc_options(s: Settings) -> GrpcOptions:
@@ -368,25 +361,8 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
 
 
 async def serve(settings: Settings) -> int:
-    server = Server(settings)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        ok = await server.start()
-        if ok:
-            await stop.wait()
-            log.info("Received signal, shutting down")
-    finally:
-        try:
-            await server.shutdown()
-        finally:
-            # Last resort when a graceful stop failed: no worker outlives the server.
-            server.models.kill_all()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return 0 if ok else 1
+    """Serve until SIGINT/SIGTERM (see ``shutdown.serve_until_stopped``); the exit code."""
+    return await serve_until_stopped(Server(settings), float(settings.drain_delay_secs))
 
 
 def run(settings: Settings) -> int:
