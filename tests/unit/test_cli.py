@@ -89,6 +89,9 @@ EVERY_FLAG = [
     ("--metrics-interval-ms=500", "metrics_interval_ms", 500),
     ("--metrics-config=summary_latencies=true", "metrics_config", ("summary_latencies=true",)),
     ("--trace-config=rate=10", "trace_config", ("rate=10",)),
+    ("--cache-config=local,size=1024", "cache_config", ("local,size=1024",)),
+    ("--cache-directory=/opt/caches", "cache_directory", "/opt/caches"),
+    ("--response-cache-byte-size=4096", "response_cache_byte_size", 4096),
     (
         "--backend-config=python,shm-default-byte-size=1048576",
         "backend_config",
@@ -410,6 +413,26 @@ def test_help_no_longer_says_tracing_is_missing(capsys: pytest.CaptureFixture[st
     out = " ".join(capsys.readouterr().out.split())
     assert "tracing" not in out.split("are refused")[0].split("does not provide")[-1]
     assert "--trace-file <value>" in out and "--trace-config triton,file=<value>" in out
+
+
+def test_response_cache_flags() -> None:
+    settings = parse("--cache-config=local,size=1048576", "--cache-directory=/opt/caches")
+    assert settings.cache_config == ("local,size=1048576",)
+    assert settings.cache_directory == "/opt/caches"
+    assert parse("--response-cache-byte-size=4096").response_cache_byte_size == 4096
+
+
+def test_an_empty_cache_config_means_no_cache() -> None:
+    # Issue 29: a launch script's `--cache-config=` (no cache) keeps working.
+    from tritium.service.cache import parse_cache_config
+
+    settings = parse("--cache-config=")
+    assert parse_cache_config(settings.cache_config, settings.response_cache_byte_size) is None
+
+
+def test_bad_cache_config_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    err = usage_error(capsys, REPO, "--cache-config=redis,host=localhost")
+    assert "unsupported cache 'redis'" in err
 
 
 def test_ignored_triton_flags_are_accepted_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:

@@ -37,9 +37,6 @@ IGNORED_FLAGS: dict[str, str] = {
 UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--http-header-forward-pattern",
     "--grpc-header-forward-pattern",
-    "--cache-config",
-    "--cache-directory",
-    "--response-cache-byte-size",
     "--rate-limit-resource",
     "--host-policy",
     "--sagemaker-port",

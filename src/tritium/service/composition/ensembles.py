@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,9 @@ from tritium.ipc.messages import ToWorker
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
+from tritium.service.cache import ResponseStore, VersionCache, cache_for
 from tritium.service.lifecycle.builder import Built
-from tritium.service.model.classification import OutputClassifier
+from tritium.service.model.classification import Labels, OutputClassifier, read_labels
 from tritium.service.model.reshape import OutputReshaper
 from tritium.service.model.signature import ModelSignature, signature_from_config
 from tritium.service.model.table import ModelTable
@@ -49,6 +50,7 @@ class EnsembleVersion:
         version: int,
         config: dict[str, Any],
         plan: EnsemblePlan,
+        labels: Mapping[str, Labels] | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -60,11 +62,14 @@ class EnsembleVersion:
         self.instances: list[ModelInstance] = []
         # Responses are assembled from the steps' (already shaped) outputs.
         self.reshaper: OutputReshaper | None = None
-        self.classifier = OutputClassifier(self.signature.max_batch_size > 0, {})
+        # The ensemble's own label files apply (as in Triton), not its steps' models'.
+        self.classifier = OutputClassifier(self.signature.max_batch_size > 0, labels or {})
         self.decoupled = False
         self.first_response: LatencyHistogram | None = None
         self._table = table
         self.scheduler = EnsembleScheduler(plan, submit_step, self.stats)
+        #: Set by the builder when the ensemble opts in and the server has a cache.
+        self.cache: VersionCache | None = None
 
     @property
     def ready(self) -> bool:
@@ -94,11 +99,15 @@ class EnsembleVersion:
         await self.stop(timeout, reason)
 
     async def stop(self, timeout: float, reason: str = "") -> None:
+        if self.cache is not None:
+            self.cache.drop()
         text = reason or "is unloading"
         self.scheduler.fail_all(Unavailable(f"model '{self.name}' version {self.version} {text}"))
         self.scheduler.close()
 
     def kill(self) -> None:
+        if self.cache is not None:
+            self.cache.drop()
         self.scheduler.close()
 
 
@@ -106,10 +115,17 @@ class EnsembleBuilder:
     """Builds an ensemble's versions (the manager's builder for ensemble configs): steps
     go through ``submitter``, step models are looked up in ``table``."""
 
-    def __init__(self, submitter: Submitter, table: ModelTable, gpu_count: int = 0) -> None:
+    def __init__(
+        self,
+        submitter: Submitter,
+        table: ModelTable,
+        gpu_count: int = 0,
+        response_store: ResponseStore | None = None,
+    ) -> None:
         self._submit_step = submitter.submit_step
         self._table = table
         self._gpu_count = gpu_count
+        self._response_store = response_store
 
     async def build(
         self,
@@ -151,9 +167,21 @@ class EnsembleBuilder:
                 return None
 
         plan = build_plan(config, lookup)
+        labels = await asyncio.get_running_loop().run_in_executor(
+            None, read_labels, model_dir, config
+        )
         built = Built(config)
         for number in selection.selected:
-            built.loaded[number] = EnsembleVersion(
-                self._submit_step, table, name, number, config, plan
+            ensemble = EnsembleVersion(
+                self._submit_step, table, name, number, config, plan, labels
             )
+            ensemble.cache = cache_for(
+                self._response_store,
+                config,
+                ensemble.stats,
+                name,
+                ensemble.version_str,
+                frozenset(ensemble.signature.outputs),
+            )
+            built.loaded[number] = ensemble
         return built

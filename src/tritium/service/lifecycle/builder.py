@@ -24,12 +24,14 @@ from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import load_initial_states
+from tritium.service.cache import ResponseStore, cache_for
 from tritium.service.lifecycle.warmup import warm_up
 from tritium.service.model.classification import Labels, read_labels
 from tritium.service.model.interface import ServedVersion
 from tritium.service.model.version import LoadedVersion, instance_specs
 from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
 from tritium.workers.calls import CallHandler
+from tritium.workers.execution_env import WorkerPython, prepare
 
 log = logging.getLogger("tritium.models")
 
@@ -58,6 +60,8 @@ class LoadOptions:
     lone_poll_us: int = 0
     # Decoupled models keep the first-response histogram (histogram_latencies=true).
     first_response_histogram: bool = False
+    # --backend-config entries (backend, setting, value), handed to the backends' loaders.
+    backend_config: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -112,8 +116,11 @@ class VersionBuilder:
         options: LoadOptions,
         calls: CallHandler | None = None,
         lone_request: Callable[[], bool] | None = None,
+        response_store: ResponseStore | None = None,
     ) -> None:
         self.options = options
+        #: The server's response cache (None: no cache configured).
+        self.response_store = response_store
         self._starting: set[WorkerProcess] = set()
         self.call_handler = calls
         self.lone_request = lone_request
@@ -149,7 +156,9 @@ class VersionBuilder:
         # Auto-complete runs in a worker for the newest version; that worker is then kept
         # as the first instance of that version.
         newest = max(selection.selected)
-        first = self._new_process(f"{name}:{newest}")
+        # The model's own Python environment, unpacked and checked before any worker starts.
+        python = await loop.run_in_executor(None, prepare, model_dir, cfg.config_to_json(pb))
+        first = self._new_process(f"{name}:{newest}", python)
         try:
             await first.spawn()
             spec = _load_spec(name, model_dir, newest, cfg.config_to_json(pb), self.options)
@@ -172,7 +181,7 @@ class VersionBuilder:
         async def load_version(number: int) -> None:
             try:
                 loaded = await self._start_version(
-                    name, model_dir, number, config, spare, folder, labels
+                    name, model_dir, number, config, spare, folder, labels, python
                 )
             except TritiumError as exc:
                 built.failed[number] = exc.message
@@ -192,9 +201,10 @@ class VersionBuilder:
                 await self._discard(process)
         return built
 
-    def _new_process(self, label: str) -> WorkerProcess:
+    def _new_process(self, label: str, python: WorkerPython | None = None) -> WorkerProcess:
         process = WorkerProcess(
             label,
+            python=python,
             calls=self.call_handler,
             poll_us=self.options.worker_poll_us,
             lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
@@ -227,6 +237,7 @@ class VersionBuilder:
         spare: list[WorkerProcess],
         folder: PrivateFolder | None,
         labels: Mapping[str, Labels],
+        python: WorkerPython | None = None,
     ) -> LoadedVersion:
         timeout = self.options.load_timeout_s
         label = f"{name}:{version}"
@@ -237,7 +248,7 @@ class VersionBuilder:
                 process = spare.pop()
             try:
                 if process is None:
-                    process = self._new_process(label)
+                    process = self._new_process(label, python)
                     await process.spawn()
                     spec = _load_spec(name, model_dir, version, config, self.options)
                     await self._timed(process.load(spec, timeout), label, "load")
@@ -276,6 +287,14 @@ class VersionBuilder:
         loaded = LoadedVersion(
             name, version, config, instances, stats, folder, initial_states, labels
         )
+        loaded.cache = cache_for(
+            self.response_store,
+            config,
+            stats,
+            name,
+            loaded.version_str,
+            frozenset(loaded.signature.outputs),
+        )
         if self.options.first_response_histogram and loaded.decoupled:
             loaded.first_response = LatencyHistogram(first_response_buckets(config))
         return loaded
@@ -306,4 +325,5 @@ def _load_spec(
         "config": config,
         "auto_complete": False,
         "log_verbose": options.log_verbose,
+        "backend_config": [list(entry) for entry in options.backend_config],
     }
