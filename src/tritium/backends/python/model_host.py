@@ -22,6 +22,7 @@ from tritium.backends.python import pb_utils
 from tritium.backends.python.batch_inputs import Refs, build_requests
 from tritium.backends.python.batch_outputs import collect, write_outputs
 from tritium.backends.python.coroutines import CoroutineRunner
+from tritium.backends.python.output_checks import OutputChecks
 from tritium.backends.python.pb_utils_errors import describe
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
@@ -48,6 +49,7 @@ class ModelHost:
         self.version = spec.model_version
         self.model_dir = Path(spec.model_dir)
         self.config: dict[str, Any] = spec.config
+        self._output_checks = OutputChecks(self.config)
         self.model_class: Any = None
         self.model: Any = None
         self.instance_name = self.model_name
@@ -134,6 +136,7 @@ class ModelHost:
     def initialize(self, message: Init) -> None:
         self.config = message.config
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
+        self._output_checks = OutputChecks(self.config)
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.coroutines.inline = not self.decoupled
         self.instance_name = message.instance_name
@@ -270,7 +273,7 @@ class ModelHost:
         keep: Keep | None = None,
     ) -> Result | Need:
         t2 = time.monotonic_ns()
-        replies, placed, end = collect(result, requests, self.instance_name)
+        replies, placed, end = collect(result, requests, self.instance_name, self._output_checks)
         self._timing = [t1 - t0, t2 - t1, t2]
         if keep is not None and end >= KEEP_MIN_BYTES:
             # Large outputs of an ensemble step stay in the shared arena lent for them.

@@ -262,6 +262,8 @@ class VersionBuilder:
                     await self._discard(process)
                 raise
             self._starting.discard(process)
+            # From now on it is this instance: its messages name it as every other does.
+            process.label = instance.name
             return process
 
         initial_states = None
