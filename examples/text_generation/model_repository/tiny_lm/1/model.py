@@ -96,7 +96,10 @@ class TritonPythonModel:
         while tokens < max_tokens:
             await asyncio.sleep(delay)
             if sender.is_cancelled():
-                return  # the client went away: nothing more is read
+                # The client went away: stop computing what nobody will read.
+                print(f"tiny_lm: cancelled after {tokens} tokens", flush=True)
+                sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+                return
             followers = FOLLOW[word]
             word = rng.choice(followers) if rng is not None else followers[0]
             # Continue the prompt: a space before each word but a first one that follows
