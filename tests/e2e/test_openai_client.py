@@ -109,8 +109,11 @@ def test_a_required_max_tokens_input_gets_openais_default(client: openai.OpenAI)
 def test_sampling_fields_as_request_parameters(client: openai.OpenAI) -> None:
     reply = client.completions.create(model="word_stream", prompt="hello", max_tokens=3)
     assert reply.choices[0].text == "You said: hello. Thank you"
-    assert reply.choices[0].finish_reason == "stop"  # no counts: "length" is not known
+    # No counts reported: each response with text counts as a token for finish_reason.
+    assert reply.choices[0].finish_reason == "length"
     assert reply.usage is None
+    reply = client.completions.create(model="word_stream", prompt="hello", max_tokens=100)
+    assert reply.choices[0].finish_reason == "stop"
 
 
 # ------------------------------------------------------------------------- chat

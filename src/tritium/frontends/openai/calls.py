@@ -30,23 +30,30 @@ log = logging.getLogger("tritium.frontends.openai")
 
 
 class _Tokens:
-    """Token counts as the responses report them (None until one does)."""
+    """Token counts as the responses report them (None until one does), and the number
+    of responses that carried text."""
 
-    __slots__ = ("input", "output")
+    __slots__ = ("input", "output", "pieces")
 
     def __init__(self) -> None:
         self.input: int | None = None
         self.output: int | None = None
+        self.pieces = 0
 
-    def add(self, input_tokens: int | None, output_tokens: int | None) -> None:
+    def add(self, input_tokens: int | None, output_tokens: int | None, text: bytes) -> None:
         if input_tokens is not None and (self.input is None or input_tokens > self.input):
             self.input = input_tokens
         if output_tokens is not None:
             self.output = output_tokens + (self.output or 0)
+        if text:
+            self.pieces += 1
 
     def finish_reason(self, max_tokens: int | None) -> str:
-        """``length`` when the model reports it generated ``max_tokens``, else ``stop``."""
-        if max_tokens is not None and self.output is not None and self.output >= max_tokens:
+        """``length`` when the model generated ``max_tokens``, else ``stop``. The count
+        is the model's when it reports one; else a response with text counts as a token
+        (what a streaming model sends: one response per token)."""
+        generated = self.output if self.output is not None else self.pieces
+        if max_tokens is not None and generated >= max_tokens:
             return "length"
         return "stop"
 
@@ -100,7 +107,7 @@ class StreamedGeneration:
             self._fail(from_tritium(response.error))
             return
         piece = TextModel.read(response)
-        self._tokens.add(piece.input_tokens, piece.output_tokens)
+        self._tokens.add(piece.input_tokens, piece.output_tokens, piece.text)
         text = self._decode(piece.text)
         if text:
             self.events.send(self._shape.text_event(text))
@@ -160,7 +167,7 @@ class CollectedGeneration:
                 self._error = from_tritium(response.error)
             return
         piece = TextModel.read(response)
-        self._tokens.add(piece.input_tokens, piece.output_tokens)
+        self._tokens.add(piece.input_tokens, piece.output_tokens, piece.text)
         self._texts.append(piece.text)
 
     def _build(self) -> HttpResponse:

@@ -179,7 +179,10 @@ class OpenAIRoutes:
         return answer
 
     def _start(self, model: TextModel, generation: GenerationRequest, prompt: str) -> Answer:
-        request = model.request(prompt, generation.sampling, generation.stream)
+        # Counts cost the model two more outputs per response: asked for only when the
+        # answer reports usage.
+        counts = not generation.stream or generation.include_usage
+        request = model.request(prompt, generation.sampling, generation.stream, counts)
         shape = Shape(generation.chat, model.name)
         max_tokens = generation.max_tokens
         if generation.stream:

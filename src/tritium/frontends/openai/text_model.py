@@ -7,8 +7,9 @@ fills, when the model declares them:
 
 - ``stream`` (BOOL): whether the client streams (vLLM's model then answers per token,
   otherwise once);
-- ``exclude_input_in_output``, ``return_num_input_tokens``, ``return_num_output_tokens``
-  (BOOL): set true, so the text is the completion alone and token counts come back;
+- ``exclude_input_in_output`` (BOOL): set true, so the text is the completion alone;
+- ``return_num_input_tokens``, ``return_num_output_tokens`` (BOOL): set true when the
+  answer reports usage (every whole answer; a stream with ``include_usage``);
 - sampling fields, in the first of these forms the model takes:
   1. ``sampling_parameters`` (STRING): all of them as one JSON object, as Triton's vLLM
      model reads them;
@@ -42,8 +43,10 @@ STREAM = "stream"
 SAMPLING_JSON = "sampling_parameters"
 INPUT_TOKENS = "num_input_tokens"
 OUTPUT_TOKENS = "num_output_tokens"
-#: Inputs set true when the model has them.
-_TRUE_FLAGS = ("exclude_input_in_output", "return_num_input_tokens", "return_num_output_tokens")
+#: Inputs set true when the model has them: always, and when token counts are wanted.
+_EXCLUDE_INPUT = "exclude_input_in_output"
+_COUNT_FLAGS = ("return_num_input_tokens", "return_num_output_tokens")
+_TRUE_FLAGS = (_EXCLUDE_INPUT, *_COUNT_FLAGS)
 #: OpenAI sampling field -> the input names that take it, in order of preference.
 _SAMPLING_INPUTS: dict[str, tuple[str, ...]] = {
     "max_tokens": ("max_tokens",),
@@ -110,6 +113,7 @@ class TextModel:
         "_json",
         "_inputs",
         "_flags",
+        "_count_flags",
         "_required",
     )
 
@@ -137,7 +141,9 @@ class TextModel:
         self._stream = _bool_input(inputs, STREAM)
         sampling_json = inputs.get(SAMPLING_JSON)
         self._json = sampling_json if sampling_json and sampling_json.datatype == "BYTES" else None
-        self._flags = tuple(i for i in (_bool_input(inputs, f) for f in _TRUE_FLAGS) if i)
+        exclude = _bool_input(inputs, _EXCLUDE_INPUT)
+        self._flags = (exclude,) if exclude is not None else ()
+        self._count_flags = tuple(i for i in (_bool_input(inputs, f) for f in _COUNT_FLAGS) if i)
         # With the JSON form every sampling field travels in it; else by input name.
         self._inputs: dict[str, _Input] = {}
         if self._json is None:
@@ -155,14 +161,20 @@ class TextModel:
         #: Sampling inputs the model cannot run without.
         self._required = tuple(f for f, i in self._inputs.items() if i.name not in optional)
 
-    def request(self, prompt: str, sampling: dict[str, Any], stream: bool) -> InferRequest:
-        """The core request for ``prompt`` with the client's sampling fields."""
+    def request(
+        self, prompt: str, sampling: dict[str, Any], stream: bool, counts: bool = True
+    ) -> InferRequest:
+        """The core request for ``prompt`` with the client's sampling fields; ``counts``:
+        ask for token counts (a stream that reports no usage need not pay for them)."""
         request = InferRequest(self.name)
         inputs = [self._prompt.tensor([prompt])]
         if self._stream is not None:
             inputs.append(self._stream.tensor([stream]))
         for flag in self._flags:
             inputs.append(flag.tensor([True]))
+        if counts:
+            for flag in self._count_flags:
+                inputs.append(flag.tensor([True]))
         if self._json is not None:
             if sampling:
                 inputs.append(self._json.tensor([orjson.dumps(sampling)]))
