@@ -6,7 +6,7 @@ HTTP_PORT ?= 8000
 GRPC_PORT ?= 8001
 METRICS_PORT ?= 8002
 
-.PHONY: serve test venv check lint clean bench
+.PHONY: serve test venv check lint clean bench image image-test deploy-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,3 +39,28 @@ bench: $(VENV)/.installed-test
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+
+# Deployment (deploy/, docs/deployment.md). Each target prints what it ran and what it
+# skipped and why; as root on Debian it installs the packages it needs (podman, runc,
+# mmdebstrap, prometheus).
+IMAGE ?= localhost/tritium:latest
+
+$(VENV)/.installed-deploy: $(VENV)/.installed-test
+	$(BIN)/python -m pip install --quiet -e '.[test,deploy]'
+	touch $@
+
+# The container image, from a registry's Debian base or, offline, from a bookworm root file
+# system made with mmdebstrap: whichever this machine allows.
+image: $(BIN)/python
+	IMAGE=$(IMAGE) PYTHON=$(BIN)/python deploy/container/build-image.sh
+
+# Build, then run it read-only as UID 1000 with KServe's Triton arguments: inference over
+# HTTP and gRPC, /metrics, a stop with a request in flight; measures size, start, memory.
+image-test: $(VENV)/.installed-test
+	IMAGE=$(IMAGE) PYTHON=$(BIN)/python $(BIN)/python deploy/container/image_test.py
+
+# Chart render + lint + Kubernetes schemas, KServe objects, promtool, the autoscaling
+# queries on a real Prometheus scraping tritium under load, podman kube play.
+deploy-check: $(VENV)/.installed-deploy
+	@deploy/container/ensure-tools.sh prometheus || echo "deploy-check: Prometheus checks will be skipped"
+	IMAGE=$(IMAGE) PYTHONPATH=deploy $(BIN)/python -m deploycheck

@@ -1,4 +1,4 @@
-"""The README's streaming snippets work as printed against the example ``word_stream``
+"""The streaming page's snippets (docs/streaming.md) work as printed against the example ``word_stream``
 model: the gRPC stream client, and the ``curl`` body on ``generate_stream``."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from tritium.testing import ServerProcess
 
 from .conftest import EXAMPLE_MODELS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-SECTION = README.read_text().split("## Streaming (decoupled models)", 1)[1].split("\n## ", 1)[0]
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "streaming.md"
+SECTION = PAGE.read_text().split("## Over gRPC", 1)[1]
 
 
 @pytest.fixture(scope="module")

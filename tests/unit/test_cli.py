@@ -453,3 +453,46 @@ def test_top_level_help_lists_serve(capsys: pytest.CaptureFixture[str]) -> None:
         cli_main.main(["--help"])
     assert exc.value.code == 0
     assert "serve" in capsys.readouterr().out
+
+
+def test_tritonserver_command_takes_kserves_triton_runtime_arguments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The arguments KServe's Triton ServingRuntime passes, verbatim.
+    from tritium.cli import tritonserver
+
+    server = FakeServer()
+    monkeypatch.setattr(tritonserver, "_server_runner", lambda: server.run)
+    argv = [
+        "--model-store=/mnt/models",
+        "--grpc-port=9000",
+        "--http-port=8080",
+        "--allow-grpc=true",
+        "--allow-http=true",
+    ]
+    assert tritonserver.main(argv) == 7
+    assert server.calls == [
+        Settings(
+            model_repository=("/mnt/models",),
+            grpc_port=9000,
+            http_port=8080,
+            allow_grpc=True,
+            allow_http=True,
+        )
+    ]
+
+
+def test_tritonserver_command_names_itself_in_errors(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tritium.cli import tritonserver
+
+    server = FakeServer()
+    monkeypatch.setattr(tritonserver, "_server_runner", lambda: server.run)
+    with pytest.raises(SystemExit) as exc:
+        tritonserver.main(["--model-store=/m", "--bogus"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: tritonserver [options]" in err
+    assert "unrecognized arguments: --bogus" in err
+    assert server.calls == []

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tritium.core.errors import InvalidArgument
+from tritium.repository.litter import is_litter
 
 # Triton's reason for a model whose name is in several repositories.
 DUPLICATE_REASON = "model appears in two or more repositories"
@@ -49,9 +50,10 @@ def scan_repositories(roots: list[Path]) -> dict[str, ModelSource]:
     """Every model in ``roots``, by name, sorted by name.
 
     Each immediate sub-folder of a root is a model, as in Triton; files are ignored, and
-    so are hidden folders (``.git``, ``.ipynb_checkpoints``), which Triton would try and
-    fail to load. A missing or unreadable root raises RepositoryError; a name found in
-    more than one root raises DuplicateModelError naming the model and its repositories.
+    so are hidden folders (``.git``, ``.ipynb_checkpoints``) and the ``lost+found`` of a
+    mounted volume (see ``litter``), which Triton would try and fail to load. A missing or
+    unreadable root raises RepositoryError; a name found in more than one root raises
+    DuplicateModelError naming the model and its repositories.
     """
     found: dict[str, list[ModelSource]] = {}
     seen_roots: set[Path] = set()
@@ -93,7 +95,7 @@ def _model_folders(root: Path) -> list[str]:
         ) from None
     names = []
     for entry in entries:
-        if entry.name.startswith("."):
+        if is_litter(entry.name):
             continue
         try:
             # Follows symlinks, as Triton's stat() does: a linked model folder counts.
