@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import openai
@@ -14,7 +17,7 @@ import pytest
 
 from tritium.testing import ServerProcess
 
-from .openai_server import openai_server, wait_for_note
+from .openai_server import ROOT, openai_server, wait_for_note
 
 
 @pytest.fixture(scope="module")
@@ -275,3 +278,19 @@ def test_an_async_client_that_goes_away_cancels_the_request(server: ServerProces
 
     asyncio.run(asyncio.wait_for(run(), 30))
     assert wait_for_note(server, note, before) < 100
+
+
+# ------------------------------------------------------------------------- docs
+
+
+def test_the_docs_snippet_runs_as_printed(server: ServerProcess) -> None:
+    page = (ROOT / "docs" / "openai.md").read_text()
+    snippet = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    assert "http://localhost:9000/v1" in snippet
+    code = snippet.replace("http://localhost:9000/v1", server.openai_url)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith(" reads the server reads the CompletionUsage(")
+    assert len(lines[1].split()) == 8  # the streamed reply, word by word
+    assert "completion_tokens=8" in lines[2]

@@ -183,6 +183,9 @@ def test_the_vllm_form_puts_sampling_in_one_json_input() -> None:
     (raw,) = got["sampling_parameters"][2]
     assert json.loads(raw) == {"max_tokens": 4, "stop": ["a"]}
     assert "sampling_parameters" not in _inputs(model, {})
+    # A stream that reports no usage does not ask for counts (two outputs per token).
+    quiet = {t.name for t in model.request("hello", {}, True, counts=False).inputs}
+    assert quiet == {"text_input", "stream", "exclude_input_in_output"}
 
 
 def test_the_input_form_types_each_field_as_the_model_declares_it() -> None:
