@@ -259,15 +259,19 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
         ):
             data = []
             for target in targets:
+                # Tokens read together are 0 ms apart: clipped to 1 µs for the log scale.
                 values = [
-                    v
+                    max(v, 1e-3)
                     for r in results
                     if r["target"] == target and r["concurrency"] == c
                     for v in r[key]
                 ]
-                data.append(values or [float("nan")])
+                data.append(values)
             ax = axes[row][col]
-            ax.boxplot(data, showfliers=False, whis=(1, 99))
+            if not any(data):
+                ax.set_title(f"{title}, concurrency {c}: no data", fontsize=10)
+                continue
+            ax.boxplot([d or [float("nan")] for d in data], showfliers=False, whis=(1, 99))
             ax.set_xticks(range(1, len(targets) + 1), targets, rotation=25, ha="right", fontsize=8)
             ax.set_yscale("log")
             ax.set_ylabel("ms")
@@ -376,11 +380,14 @@ def compare(args: argparse.Namespace) -> int:
         "rounds": args.rounds,
         "concurrency": args.concurrency,
         "requests_per_user": args.requests_per_user,
+        "name": args.name,
         "when": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
     slim = [{k: v for k, v in r.items() if k not in ("ttfts", "itls")} for r in results]
-    (out / "llm_load.json").write_text(json.dumps({"meta": meta, "runs": slim}, indent=1))
-    plot(results, out / "llm_latency.png")
+    (out / f"llm_load-{args.name}.json").write_text(
+        json.dumps({"meta": meta, "runs": slim}, indent=1)
+    )
+    plot(results, out / f"llm_latency-{args.name}.png")
     print()
     print(table(results))
     print()
@@ -413,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
     both.add_argument("--triton-ports", type=int, nargs=3, default=[18310, 18311, 18312])
     both.add_argument("--tritium-only", action="store_true", help="skip real Triton")
     both.add_argument("--results-dir", default=str(RESULTS))
+    both.add_argument(
+        "--name",
+        default="paced",
+        help="names the outputs: llm_load-NAME.json, llm_latency-NAME.png",
+    )
     args = parser.parse_args(argv)
     try:
         import uvloop
