@@ -17,12 +17,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from tritium.core.completion import Completion
 from tritium.core.errors import TritiumError
+from tritium.core.types import InferRequest, InferResponse
 from tritium.frontends.http.event_stream import EventStream
 from tritium.frontends.http.messages import (
     CONTENT_JSON,
@@ -56,6 +57,21 @@ Answer = HttpResponse | DeferredResponse | EventStream
 _NO_TEMPLATE = object()  # looked for, none found
 
 
+class GenerationService(Protocol):
+    """All this frontend asks of the service: what the generate extension asks, and the
+    repository index for ``/v1/models``."""
+
+    def model_config(self, name: str, version: str) -> dict[str, Any]: ...
+
+    def submit(
+        self, request: InferRequest, stream: Callable[[Any, InferResponse | None, bool], None]
+    ) -> Any:
+        """A decoupled call, or the completion of a model that answers once."""
+        ...
+
+    async def repository_index(self, ready_only: bool = False) -> list[dict[str, Any]]: ...
+
+
 class _Plan:
     """What is known of one loaded configuration of a model."""
 
@@ -75,7 +91,12 @@ class _Plan:
 
 class OpenAIRoutes:
     def __init__(
-        self, service: Any, repositories: Sequence[Path], *, created: int, owner: str = "tritium"
+        self,
+        service: GenerationService,
+        repositories: Sequence[Path],
+        *,
+        created: int,
+        owner: str = "tritium",
     ) -> None:
         self._service = service
         self._repositories = tuple(Path(p) for p in repositories)
@@ -201,7 +222,9 @@ class OpenAIRoutes:
         collected.answer.add_done_callback(collected.abandoned)
         return DeferredResponse(collected.answer, collected_answer)
 
-    def _submit(self, request: Any, emit: Callable[..., None]) -> Any:
+    def _submit(
+        self, request: InferRequest, emit: Callable[[Any, InferResponse | None, bool], None]
+    ) -> Any:
         try:
             return self._service.submit(request, emit)
         except TritiumError as exc:

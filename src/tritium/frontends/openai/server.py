@@ -13,13 +13,12 @@ import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from tritium.frontends.http.protocol import DEFAULT_MAX_PIPELINE, HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.frontends.http.server import DEFAULT_MAX_INPUT_SIZE, HttpServer
 from tritium.frontends.http.timeouts import HttpTimeouts
-from tritium.frontends.openai.routes import OpenAIRoutes
+from tritium.frontends.openai.routes import GenerationService, OpenAIRoutes
 from tritium.frontends.sweep import ConnectionSweep, sweep_period
 
 #: Triton's OpenAI frontend listens here unless told otherwise.
@@ -27,7 +26,7 @@ DEFAULT_OPENAI_PORT = 9000
 
 
 async def start_openai_server(
-    service: Any,
+    service: GenerationService,
     *,
     repositories: Sequence[Path] = (),
     sock: socket.socket | None = None,
