@@ -306,6 +306,9 @@ def test_templates_are_found_next_to_the_model(tmp_path: Path) -> None:
     assert load_chat_template([tmp_path], "c") is None
     assert load_chat_template([tmp_path], "d") is None  # logged, plain template used
     assert load_chat_template([tmp_path], "missing") is None
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "chat_template.jinja").write_text("{% for %}")
+    assert load_chat_template([tmp_path], "e") is None  # does not compile: logged, plain
 
 
 # ------------------------------------------------------------------------- documents

@@ -143,6 +143,8 @@ def load_chat_template(repositories: Sequence[Path], model: str) -> ChatTemplate
             except (OSError, ValueError) as exc:
                 log.warning("model '%s': cannot read its chat template: %s", model, exc)
                 return None
+            except OpenAIError:
+                raise  # jinja2 is not installed: said to the client, not papered over
             except Exception as exc:  # a template jinja2 cannot compile
                 log.warning("model '%s': its chat template does not compile: %s", model, exc)
                 return None
