@@ -23,7 +23,6 @@ from tritium.frontends.metrics.collect import (
     custom_families,
     first_response_family,
     gpu_families,
-    loaded_versions,
     model_families,
     summary_families,
 )
@@ -31,7 +30,7 @@ from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import CONTENT_TYPE, render
 from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 log = logging.getLogger("tritium.metrics")
 
@@ -56,7 +55,7 @@ class MetricsPage:
 
     def __init__(
         self,
-        service: Service,
+        service: ServiceApi,
         options: MetricsOptions,
         custom: CustomMetrics = default_registry,
         sampler: SystemSampler | None = None,
@@ -70,7 +69,7 @@ class MetricsPage:
 
     def render(self) -> bytes:
         config = self._options.config
-        versions = list(loaded_versions(self._service.models))
+        versions = list(self._service.table.loaded())
         families = model_families(versions, config)
         families += custom_families(self._custom)
         families += gpu_families(self.gpu.latest)  # empty unless GPUs were found
@@ -203,7 +202,7 @@ def _answer(
     return head.encode() + (b"" if head_only else body)
 
 
-async def start_metrics_server(service: Service, options: MetricsOptions) -> MetricsServer:
+async def start_metrics_server(service: ServiceApi, options: MetricsOptions) -> MetricsServer:
     server = MetricsServer(MetricsPage(service, options), options)
     await server.start()
     return server
