@@ -52,6 +52,7 @@ from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
     from tritium.frontends.grpc import GrpcOptions, GrpcServer
     from tritium.frontends.grpc.native.server import NativeGrpcServer
+    from tritium.frontends.http.server import HttpServer
     from tritium.frontends.metrics.server import MetricsServer
 
 log = logging.getLogger("tritium.server")
@@ -179,6 +180,7 @@ class Server:
         self.http: Any = None
         self.grpc: Any = None
         self.metrics: Any = None
+        self.openai: Any = None
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
@@ -240,6 +242,9 @@ class Server:
                 restricted=s.http_restrictions,
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
+        if self.settings.openai_port >= 0:
+            self.openai = await _start_openai(self.service, self.settings)
+            log.info("Started OpenAIService at %s:%d", self.settings.http_address, self.openai.port)
         if self.settings.allow_metrics:
             self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
             log.info(
@@ -262,6 +267,8 @@ class Server:
             drains.append(self.grpc.stop(left()))
         if self.http is not None:
             drains.append(self.http.shutdown(left()))
+        if self.openai is not None:
+            drains.append(self.openai.shutdown(left()))
         await asyncio.gather(*drains)
         await self.models.unload_all(left())
         if self.metrics is not None:
@@ -325,6 +332,23 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     from tritium.frontends.grpc import start_grpc_server
 
     return await start_grpc_server(service, options)
+
+
+async def _start_openai(service: Service, s: Settings) -> HttpServer:
+    """``--openai-port``: the OpenAI API on its own port, with the HTTP port's limits."""
+    from tritium.frontends.http.timeouts import HttpTimeouts
+    from tritium.frontends.openai import start_openai_server
+
+    return await start_openai_server(
+        service,
+        repositories=[Path(p) for p in s.model_repository],
+        host=s.http_address,
+        port=s.openai_port,
+        max_input_size=s.http_max_input_size,
+        timeouts=HttpTimeouts(
+            s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
+        ),
+    )
 
 
 async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:

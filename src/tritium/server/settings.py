@@ -162,6 +162,15 @@ class Settings:
         int_bits=64,
     )
 
+    # --- OpenAI -------------------------------------------------------------------------
+    openai_port: int = opt(
+        -1,
+        "Port of the OpenAI-compatible endpoint (/v1/models, /v1/completions, "
+        "/v1/chat/completions over text-generation models), bound on --http-address; "
+        "-1 (the default) leaves it off, 0 picks a free port.",
+        "OpenAI",
+    )
+
     # --- GRPC ---------------------------------------------------------------------------
     allow_grpc: bool = opt(True, "Serve the gRPC endpoints.", "GRPC")
     grpc_address: str = opt("0.0.0.0", "Address the gRPC server binds to.", "GRPC")
