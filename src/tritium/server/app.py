@@ -52,7 +52,6 @@ from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
     from tritium.frontends.grpc import GrpcOptions, GrpcServer
     from tritium.frontends.grpc.native.server import NativeGrpcServer
-    from tritium.frontends.http.server import HttpServer
     from tritium.frontends.metrics.server import MetricsServer
 
 log = logging.getLogger("tritium.server")
@@ -243,7 +242,9 @@ class Server:
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.openai_port >= 0:
-            self.openai = await _start_openai(self.service, self.settings)
+            from tritium.frontends.openai import start_from_settings
+
+            self.openai = await start_from_settings(self.service, self.settings)
             log.info("Started OpenAIService at %s:%d", self.settings.http_address, self.openai.port)
         if self.settings.allow_metrics:
             self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
@@ -332,23 +333,6 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     from tritium.frontends.grpc import start_grpc_server
 
     return await start_grpc_server(service, options)
-
-
-async def _start_openai(service: Service, s: Settings) -> HttpServer:
-    """``--openai-port``: the OpenAI API on its own port, with the HTTP port's limits."""
-    from tritium.frontends.http.timeouts import HttpTimeouts
-    from tritium.frontends.openai import start_openai_server
-
-    return await start_openai_server(
-        service,
-        repositories=[Path(p) for p in s.model_repository],
-        host=s.http_address,
-        port=s.openai_port,
-        max_input_size=s.http_max_input_size,
-        timeouts=HttpTimeouts(
-            s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
-        ),
-    )
 
 
 async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:

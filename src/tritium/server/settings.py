@@ -162,13 +162,9 @@ class Settings:
         int_bits=64,
     )
 
-    # --- OpenAI -------------------------------------------------------------------------
+    # --- OpenAI (docs/openai.md) ---------------------------------------------------------
     openai_port: int = opt(
-        -1,
-        "Port of the OpenAI-compatible endpoint (/v1/models, /v1/completions, "
-        "/v1/chat/completions over text-generation models), bound on --http-address; "
-        "-1 (the default) leaves it off, 0 picks a free port.",
-        "OpenAI",
+        -1, "Port of the OpenAI-compatible API, on --http-address (-1: off, 0: any).", "OpenAI"
     )
 
     # --- GRPC ---------------------------------------------------------------------------

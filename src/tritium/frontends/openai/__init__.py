@@ -11,6 +11,10 @@ shape). See docs/openai.md.
 
 from __future__ import annotations
 
-from tritium.frontends.openai.server import DEFAULT_OPENAI_PORT, start_openai_server
+from tritium.frontends.openai.server import (
+    DEFAULT_OPENAI_PORT,
+    start_from_settings,
+    start_openai_server,
+)
 
-__all__ = ["DEFAULT_OPENAI_PORT", "start_openai_server"]
+__all__ = ["DEFAULT_OPENAI_PORT", "start_from_settings", "start_openai_server"]

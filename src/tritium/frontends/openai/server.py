@@ -13,6 +13,7 @@ import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 from tritium.frontends.http.protocol import DEFAULT_MAX_PIPELINE, HttpProtocol
 from tritium.frontends.http.router import Router
@@ -23,6 +24,40 @@ from tritium.frontends.sweep import ConnectionSweep, sweep_period
 
 #: Triton's OpenAI frontend listens here unless told otherwise.
 DEFAULT_OPENAI_PORT = 9000
+
+
+class ServeSettings(Protocol):
+    """The ``tritium serve`` settings the endpoint starts from (read only)."""
+
+    @property
+    def model_repository(self) -> tuple[str, ...]: ...
+    @property
+    def http_address(self) -> str: ...
+    @property
+    def openai_port(self) -> int: ...
+    @property
+    def http_max_input_size(self) -> int: ...
+    @property
+    def http_keep_alive_timeout_secs(self) -> int: ...
+    @property
+    def http_header_timeout_secs(self) -> int: ...
+    @property
+    def http_body_timeout_secs(self) -> int: ...
+
+
+async def start_from_settings(service: GenerationService, s: ServeSettings) -> HttpServer:
+    """``--openai-port``: on ``--http-address``, with the HTTP port's size limit and
+    timeouts; chat templates looked for in the ``--model-repository`` folders."""
+    return await start_openai_server(
+        service,
+        repositories=[Path(p) for p in s.model_repository],
+        host=s.http_address,
+        port=s.openai_port,
+        max_input_size=s.http_max_input_size,
+        timeouts=HttpTimeouts(
+            s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
+        ),
+    )
 
 
 async def start_openai_server(
