@@ -34,19 +34,11 @@ REASON_MARKER = "Methods:"
 # TEMPORARY (issue 28): today's violations, being removed; empty each list once they are.
 # Import cycles, as their modules joined by " <-> " in name order; a cycle passes when all
 # its modules are in one entry (a cycle that shrinks still passes).
-ALLOWED_CYCLES = [
-    "tritium.backends.python.bls <-> tritium.backends.python.bls_streams",
-    "tritium.backends.python.pb_utils_bls <-> tritium.backends.python.pb_utils_messages",
-]
+ALLOWED_CYCLES: list[str] = []
 # Modules over 400 lines (three of them over 500).
-ALLOWED_LARGE_MODULES = [
-    "tritium.backends.python.model_host",
-    "tritium.workers.process",
-]
+ALLOWED_LARGE_MODULES: list[str] = []
 # Classes over 25 methods without a "Methods:" reason, as module.Class.
-ALLOWED_LARGE_CLASSES = [
-    "tritium.workers.process.WorkerProcess",
-]
+ALLOWED_LARGE_CLASSES: list[str] = []
 
 
 @dataclass(frozen=True)
