@@ -34,6 +34,7 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 EVERY_FLAG = [
     ("--id=my-server", "id", "my-server"),
     ("--exit-timeout-secs=5", "exit_timeout_secs", 5),
+    ("--drain-delay-secs=15", "drain_delay_secs", 15),
     ("--log-verbose=2", "log_verbose", 2),
     ("--log-info=false", "log_info", False),
     ("--log-warning=false", "log_warning", False),

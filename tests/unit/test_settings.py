@@ -85,6 +85,8 @@ TRITON_DEFAULTS = {
     "busy_poll_us": 1000,
     "busy_poll_linger_us": 150,
     "busy_poll_worker_us": 300,
+    # Not a Triton flag: the pre-drain window (0: stop accepting at SIGTERM, as Triton).
+    "drain_delay_secs": 0,
 }
 
 
@@ -176,6 +178,7 @@ def test_metrics_address_follows_http_address_unless_set() -> None:
     "field",
     [
         "exit_timeout_secs",
+        "drain_delay_secs",
         "log_verbose",
         "repository_poll_secs",
         "grpc_keepalive_time",

@@ -15,15 +15,16 @@ its constructor (nothing is attached afterwards), in this order:
 7. the ``Service`` façade over the table, the submitter and the repository API.
 
 Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
-stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
-model, and leave no child process behind.
+optionally answer not-ready while still serving (``--drain-delay-secs``), stop accepting and
+close idle connections, let in-flight requests finish within ``--exit-timeout-secs``,
+finalize every model, and leave no child process behind (``shutdown`` has the signals and
+the countdown).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -33,9 +34,11 @@ from typing import TYPE_CHECKING, Any
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
 from tritium.server.devices import gpu_count
+from tritium.server.grpc_options import grpc_options
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
+from tritium.server.shutdown import Countdown, serve_until_stopped
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
@@ -50,7 +53,7 @@ from tritium.service.tracing.recorders import new_recorder
 from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 
 if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
-    from tritium.frontends.grpc import GrpcOptions, GrpcServer
+    from tritium.frontends.grpc import GrpcServer
     from tritium.frontends.grpc.native.server import NativeGrpcServer
     from tritium.frontends.metrics.server import MetricsServer
 
@@ -252,9 +255,18 @@ class Server:
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
 
+    def begin_drain(self) -> None:
+        """``--drain-delay-secs``: not ready, still serving; HTTP closes after each answer."""
+        self.service.draining = True
+        if self.http is not None:
+            self.http.close_after_responses()
+        if self.openai is not None:
+            self.openai.close_after_responses()
+
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
-        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped). Idle
+        connections and streams close at once; the log counts down (``shutdown.Countdown``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(self.settings.exit_timeout_secs)
 
@@ -263,19 +275,41 @@ class Server:
 
         self.service.stopping = True
         await self.poller.stop()
-        drains: list[Awaitable[Any]] = []
-        if self.grpc is not None:
-            drains.append(self.grpc.stop(left()))
-        if self.http is not None:
-            drains.append(self.http.shutdown(left()))
-        if self.openai is not None:
-            drains.append(self.openai.shutdown(left()))
-        await asyncio.gather(*drains)
-        await self.models.unload_all(left())
+        countdown = Countdown(
+            left,
+            lambda: sum(1 for version in self.table.loaded() if version.busy()),
+            lambda: sum(1 for _ in self.table.loaded()),
+        )
+        countdown.start()
+        try:
+            drains: list[Awaitable[Any]] = []
+            if self.grpc is not None:
+                drains.append(self.grpc.stop(left()))
+            if self.http is not None:
+                drains.append(self.http.shutdown(left()))
+            if self.openai is not None:
+                drains.append(self.openai.shutdown(left()))
+            await asyncio.gather(*drains)
+            countdown.unloading()
+            await self.models.unload_all(left())
+        finally:
+            countdown.stop()
         if self.metrics is not None:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
+
+    async def abort(self) -> None:
+        """Stop at once (a second signal): close every connection; workers are killed next."""
+        self.service.stopping = True
+        if self.http is not None:
+            self.http.close()
+        if self.openai is not None:
+            self.openai.close()
+        if self.grpc is not None:
+            await self.grpc.stop(0)
+        if self.metrics is not None:
+            await self.metrics.close()
 
 
 def _check_readable_files(s: Settings) -> None:
@@ -293,39 +327,9 @@ def _check_readable_files(s: Settings) -> None:
             raise OSError(f"cannot read {flag} file '{path}': {exc.strerror}") from None
 
 
-def _grpc_options(s: Settings) -> GrpcOptions:
-    from tritium.frontends.grpc import GrpcOptions, KeepaliveOptions, TlsFiles
-
-    tls = None
-    if s.grpc_use_ssl:
-        tls = TlsFiles(
-            s.grpc_server_cert, s.grpc_server_key, s.grpc_root_cert, s.grpc_use_ssl_mutual
-        )
-    keepalive = KeepaliveOptions(
-        time_ms=s.grpc_keepalive_time,
-        timeout_ms=s.grpc_keepalive_timeout,
-        permit_without_calls=s.grpc_keepalive_permit_without_calls,
-        max_pings_without_data=s.grpc_http2_max_pings_without_data,
-        min_recv_ping_interval_without_data_ms=s.grpc_http2_min_recv_ping_interval_without_data,
-        max_ping_strikes=s.grpc_http2_max_ping_strikes,
-        max_connection_age_ms=s.grpc_max_connection_age,
-        max_connection_age_grace_ms=s.grpc_max_connection_age_grace,
-    )
-    return GrpcOptions(
-        host=s.grpc_address,
-        port=s.grpc_port,
-        reuse_port=s.reuse_grpc_port,
-        tls=tls,
-        response_compression=s.grpc_infer_response_compression_level,
-        keepalive=keepalive,
-        idle_timeout_s=s.grpc_idle_timeout_secs,
-        restricted=s.grpc_restrictions,
-    )
-
-
 async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | NativeGrpcServer:
     """Start the gRPC transport ``--grpc-implementation`` names."""
-    options = _grpc_options(settings)
+    options = grpc_options(settings)
     if settings.grpc_implementation == "native":
         from tritium.frontends.grpc.native import start_native_grpc_server
 
@@ -350,25 +354,8 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
 
 
 async def serve(settings: Settings) -> int:
-    server = Server(settings)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        ok = await server.start()
-        if ok:
-            await stop.wait()
-            log.info("Received signal, shutting down")
-    finally:
-        try:
-            await server.shutdown()
-        finally:
-            # Last resort when a graceful stop failed: no worker outlives the server.
-            server.models.kill_all()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return 0 if ok else 1
+    """Serve until SIGINT/SIGTERM (see ``shutdown.serve_until_stopped``); the exit code."""
+    return await serve_until_stopped(Server(settings), float(settings.drain_delay_secs))
 
 
 def run(settings: Settings) -> int:

@@ -30,6 +30,12 @@ class Settings:
         "server exits even if some are still running.",
         "Server",
     )
+    drain_delay_secs: int = opt(
+        0,
+        "Seconds to keep serving after SIGTERM while answering not-ready (so that load "
+        "balancers stop sending first), before new connections are refused. 0: at once.",
+        "Server",
+    )
 
     busy_poll_us: int = opt(
         1000,

@@ -24,6 +24,7 @@ GRPC_IMPLEMENTATIONS = ("native", "grpcio")
 
 _NON_NEGATIVE = (
     "exit_timeout_secs",
+    "drain_delay_secs",
     "busy_poll_us",
     "busy_poll_linger_us",
     "busy_poll_worker_us",
