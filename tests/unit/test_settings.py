@@ -70,6 +70,9 @@ TRITON_DEFAULTS = {
     "metrics_interval_ms": 2000,
     "metrics_config": (),
     "trace_config": (),
+    "cache_config": (),
+    "cache_directory": "",
+    "response_cache_byte_size": None,
     "backend_config": (),
     # Not Triton flags (Triton has no connection timeouts): tritium's limits.
     "http_keep_alive_timeout_secs": 75,

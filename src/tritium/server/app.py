@@ -40,6 +40,7 @@ from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.server.shutdown import Countdown, serve_until_stopped
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
+from tritium.service.cache import ResponseStore, new_store
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
@@ -96,6 +97,7 @@ def build_service(
     model_control_mode: str = "none",
     spinner: LoneRequestSpinner | None = None,
     table: ModelTable | None = None,
+    response_store: ResponseStore | None = None,
 ) -> Wiring:
     """Wire the service layer over the model repositories ``roots`` (see the module's
     docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
@@ -112,10 +114,9 @@ def build_service(
     )
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
-    versions = VersionBuilder(
-        options, calls=bls, lone_request=spinner.lone if spinner.enabled else None
-    )
-    ensembles = EnsembleBuilder(submitter, table, options.gpu_count)
+    lone = spinner.lone if spinner.enabled else None
+    versions = VersionBuilder(options, calls=bls, lone_request=lone, response_store=response_store)
+    ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles)
     repository = RepositoryControl(manager, model_control_mode, model_code)
     service = Service(
@@ -153,6 +154,7 @@ class Server:
             verbose=settings.log_verbose,
             fmt=settings.log_format,
         )
+        self.response_store = new_store(settings.cache_config, settings.response_cache_byte_size)
         wiring = build_service(
             [Path(p) for p in settings.model_repository],
             options,
@@ -165,6 +167,7 @@ class Server:
             spinner=LoneRequestSpinner(
                 settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
             ),
+            response_store=self.response_store,
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,
@@ -250,7 +253,9 @@ class Server:
             self.openai = await start_from_settings(self.service, self.settings)
             log.info("Started OpenAIService at %s:%d", self.settings.http_address, self.openai.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
+            self.metrics = await _start_metrics(
+                self.service, self.settings, self.metrics_config, self.response_store
+            )
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
@@ -339,7 +344,9 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     return await start_grpc_server(service, options)
 
 
-async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:
+async def _start_metrics(
+    service: Service, s: Settings, config: MetricsConfig, store: ResponseStore | None
+) -> MetricsServer:
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
 
     options = MetricsOptions(
@@ -349,6 +356,7 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
         cpu_metrics=s.allow_cpu_metrics,
         gpu_metrics=s.allow_gpu_metrics,
         config=config,
+        response_store=store,
     )
     return await start_metrics_server(service, options)
 
