@@ -144,6 +144,7 @@ class Server:
             lone_poll_us=settings.busy_poll_us,
             first_response_histogram=settings.allow_metrics
             and metrics_config.histogram_latencies,
+            backend_config=settings.backend_config,
             **lifecycle_options(settings.backend_config),
         )
         log_settings = LogSettings(

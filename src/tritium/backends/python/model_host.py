@@ -68,8 +68,20 @@ class ModelHost:
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
         apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
-        filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
+        from tritium.backends.onnxruntime import loading as onnx_loading
+
+        if onnx_loading.serves(self.config, version_dir):
+            self.model_class, self.config = onnx_loading.load(
+                self.model_name,
+                self.version,
+                self.config,
+                version_dir,
+                auto_complete=self.spec.auto_complete,
+                backend_config=self.spec.backend_config,
+            )
+            return self.config
+        filename = self.config.get("default_model_filename") or "model.py"
         path = version_dir / filename
         if not path.is_file():
             raise ModelLoadError(
