@@ -86,6 +86,7 @@ EVERY_FLAG = [
     ("--allow-gpu-metrics=false", "allow_gpu_metrics", False),
     ("--metrics-address=127.0.0.2", "metrics_address", "127.0.0.2"),
     ("--metrics-port=18002", "metrics_port", 18002),
+    ("--openai-port=9000", "openai_port", 9000),
     ("--metrics-interval-ms=500", "metrics_interval_ms", 500),
     ("--metrics-config=summary_latencies=true", "metrics_config", ("summary_latencies=true",)),
     ("--trace-config=rate=10", "trace_config", ("rate=10",)),

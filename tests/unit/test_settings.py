@@ -40,6 +40,8 @@ TRITON_DEFAULTS = {
     "http_port": 8000,
     "reuse_http_port": False,
     "http_max_input_size": 64 * 1024 * 1024,
+    # Triton's OpenAI frontend is a program of its own (port 9000); off unless asked for.
+    "openai_port": -1,
     "allow_grpc": True,
     "grpc_implementation": "native",  # not a Triton flag: which transport serves gRPC
     "allow_client_shm": True,  # not a Triton flag: Triton always allows registration
@@ -158,6 +160,16 @@ def test_port_sharing_is_fine_when_disabled_on_other_address_or_ephemeral() -> N
     make(grpc_port=8000, allow_grpc=False)
     make(grpc_port=8000, grpc_address="127.0.0.1")
     make(http_port=0, grpc_port=0, metrics_port=0)
+
+
+def test_the_openai_port_is_off_unless_given_and_checked_like_the_others() -> None:
+    assert make().openai_port == -1
+    assert make(openai_port=0).openai_port == 0
+    with pytest.raises(ValueError, match="--openai-port must be between -1 and 65535"):
+        make(openai_port=65536)
+    with pytest.raises(ValueError, match="HTTP requests and OpenAI requests"):
+        make(openai_port=8000)
+    make(openai_port=8000, http_port=8080)
 
 
 def test_metrics_address_follows_http_address_unless_set() -> None:

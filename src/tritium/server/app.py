@@ -35,6 +35,7 @@ from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
 from tritium.repository.scan import RepositoryError
 from tritium.server.devices import gpu_count
+from tritium.server.grpc_options import grpc_options
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
@@ -55,7 +56,7 @@ from tritium.service.tracing.recorders import new_recorder
 from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 
 if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
-    from tritium.frontends.grpc import GrpcOptions, GrpcServer
+    from tritium.frontends.grpc import GrpcServer
     from tritium.frontends.grpc.native.server import NativeGrpcServer
     from tritium.frontends.metrics.server import MetricsServer
 
@@ -187,6 +188,7 @@ class Server:
         self.http: Any = None
         self.grpc: Any = None
         self.metrics: Any = None
+        self.openai: Any = None
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
@@ -250,6 +252,12 @@ class Server:
                     restricted=s.http_restrictions,
                 )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
+        if self.settings.openai_port >= 0:
+            from tritium.frontends.openai import start_from_settings
+
+            with binding("OpenAI", s.http_address, s.openai_port, "--openai-port"):
+                self.openai = await start_from_settings(self.service, self.settings)
+            log.info("Started OpenAIService at %s:%d", self.settings.http_address, self.openai.port)
         if self.settings.allow_metrics:
             with binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
                 self.metrics = await _start_metrics(
@@ -264,6 +272,8 @@ class Server:
         self.service.draining = True
         if self.http is not None:
             self.http.close_after_responses()
+        if self.openai is not None:
+            self.openai.close_after_responses()
 
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
@@ -289,6 +299,8 @@ class Server:
                 drains.append(self.grpc.stop(left()))
             if self.http is not None:
                 drains.append(self.http.shutdown(left()))
+            if self.openai is not None:
+                drains.append(self.openai.shutdown(left()))
             await asyncio.gather(*drains)
             countdown.unloading()
             await self.models.unload_all(left())
@@ -304,45 +316,19 @@ class Server:
         self.service.stopping = True
         if self.http is not None:
             self.http.close()
+        if self.openai is not None:
+            self.openai.close()
         if self.grpc is not None:
             await self.grpc.stop(0)
         if self.metrics is not None:
             await self.metrics.close()
 
 
-def _grpc_options(s: Settings) -> GrpcOptions:
-    from tritium.frontends.grpc import GrpcOptions, KeepaliveOptions, TlsFiles
-
-    tls = None
-    if s.grpc_use_ssl:
-        tls = TlsFiles(
-            s.grpc_server_cert, s.grpc_server_key, s.grpc_root_cert, s.grpc_use_ssl_mutual
-        )
-    keepalive = KeepaliveOptions(
-        time_ms=s.grpc_keepalive_time,
-        timeout_ms=s.grpc_keepalive_timeout,
-        permit_without_calls=s.grpc_keepalive_permit_without_calls,
-        max_pings_without_data=s.grpc_http2_max_pings_without_data,
-        min_recv_ping_interval_without_data_ms=s.grpc_http2_min_recv_ping_interval_without_data,
-        max_ping_strikes=s.grpc_http2_max_ping_strikes,
-        max_connection_age_ms=s.grpc_max_connection_age,
-        max_connection_age_grace_ms=s.grpc_max_connection_age_grace,
-    )
-    return GrpcOptions(
-        host=s.grpc_address,
-        port=s.grpc_port,
-        reuse_port=s.reuse_grpc_port,
-        tls=tls,
-        response_compression=s.grpc_infer_response_compression_level,
-        keepalive=keepalive,
-        idle_timeout_s=s.grpc_idle_timeout_secs,
-        restricted=s.grpc_restrictions,
-    )
 
 
 async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | NativeGrpcServer:
     """Start the gRPC transport ``--grpc-implementation`` names."""
-    options = _grpc_options(settings)
+    options = grpc_options(settings)
     if settings.grpc_implementation == "native":
         from tritium.frontends.grpc.native import start_native_grpc_server
 

@@ -168,6 +168,11 @@ class Settings:
         int_bits=64,
     )
 
+    # --- OpenAI (docs/openai.md) ---------------------------------------------------------
+    openai_port: int = opt(
+        -1, "Port of the OpenAI-compatible API, on --http-address (-1: off, 0: any).", "OpenAI"
+    )
+
     # --- GRPC ---------------------------------------------------------------------------
     allow_grpc: bool = opt(True, "Serve the gRPC endpoints.", "GRPC")
     grpc_address: str = opt("0.0.0.0", "Address the gRPC server binds to.", "GRPC")

@@ -99,6 +99,8 @@ def check(s: Mapping[str, Any]) -> None:
         port = s[name]
         if not 0 <= port <= 65535:
             raise ValueError(f"--{_flag(name)} must be between 0 and 65535, got {port}")
+    if not -1 <= s["openai_port"] <= 65535:
+        raise ValueError(f"--openai-port must be between -1 and 65535, got {s['openai_port']}")
     _check_port_collision(s)
     for name in _NON_NEGATIVE:
         value = s[name]
@@ -193,6 +195,7 @@ def _check_port_collision(s: Mapping[str, Any]) -> None:
         ("HTTP", s["allow_http"], s["http_address"], s["http_port"]),
         ("GRPC", s["allow_grpc"], s["grpc_address"], s["grpc_port"]),
         ("metrics", s["allow_metrics"], s["metrics_address"], s["metrics_port"]),
+        ("OpenAI", s["openai_port"] > 0, s["http_address"], s["openai_port"]),
     ]
     enabled = [(name, addr, port) for name, on, addr, port in services if on and port != 0]
     for i, (name, addr, port) in enumerate(enabled):

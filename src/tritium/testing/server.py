@@ -19,6 +19,7 @@ from pathlib import Path
 _STARTED = re.compile(r"Started HTTPService at [^:\s]+:(\d+)")
 _GRPC_STARTED = re.compile(r"Started GRPCInferenceService at [^:\s]+:(\d+)")
 _METRICS_STARTED = re.compile(r"Started Metrics Service at [^:\s]+:(\d+)")
+_OPENAI_STARTED = re.compile(r"Started OpenAIService at [^:\s]+:(\d+)")
 
 
 class ServerProcess:
@@ -33,6 +34,7 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         grpc: bool = False,
         metrics: bool = False,
+        openai: bool = False,
     ) -> None:
         self.args = [
             sys.executable,
@@ -43,6 +45,7 @@ class ServerProcess:
             "--http-port=0",
             *(("--grpc-port=0",) if grpc else ("--allow-grpc=false",)),
             *(("--metrics-port=0",) if metrics else ("--allow-metrics=false",)),
+            *(("--openai-port=0",) if openai else ()),
             *extra_args,
         ]
         self.startup_timeout = startup_timeout
@@ -51,7 +54,9 @@ class ServerProcess:
         self.port: int | None = None
         self.grpc_port: int | None = None
         self.metrics_port: int | None = None
+        self.openai_port: int | None = None
         self._metrics = metrics
+        self._openai = openai
         self.lines: list[str] = []
         self._lock = threading.Lock()
         self._started = threading.Event()
@@ -68,6 +73,11 @@ class ServerProcess:
     @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    @property
+    def openai_url(self) -> str:
+        """The OpenAI endpoint's base URL, as the ``openai`` client takes it."""
+        return f"http://127.0.0.1:{self.openai_port}/v1"
 
     @property
     def log(self) -> str:
@@ -110,11 +120,19 @@ class ServerProcess:
             g = _METRICS_STARTED.search(line)
             if g and self.metrics_port is None:
                 self.metrics_port = int(g.group(1))
+            g = _OPENAI_STARTED.search(line)
+            if g and self.openai_port is None:
+                self.openai_port = int(g.group(1))
             m = _STARTED.search(line)
             if m and self.port is None:
                 self.port = int(m.group(1))
-            # Started when HTTP is up, and metrics too where asked for (logged after HTTP).
-            if self.port is not None and (not self._metrics or self.metrics_port is not None):
+            # Started when HTTP is up, and metrics and OpenAI too where asked for (logged
+            # after HTTP).
+            if (
+                self.port is not None
+                and (not self._metrics or self.metrics_port is not None)
+                and (not self._openai or self.openai_port is not None)
+            ):
                 self._started.set()
         self._started.set()
 

@@ -79,15 +79,20 @@ class RequestHandling(ResponseWriting):
             slot.pending = result.future
             result.future.add_done_callback(partial(self._deferred_done, slot, result.finish))
         elif isinstance(result, EventStream):
-            slot.stream = result
-            slot.response = HttpResponse(result.status, b"", result.content_type)
-            result.on_abort = self.abort
+            self._stream_into(slot, result)
         else:
             slot.task = self._loop.create_task(self._complete(slot, result))
         if self._debug:
             slot.label = f"{method} {path}"  # logged with its status when answered
 
-    async def _complete(self, slot: Slot, pending: Awaitable[HttpResponse]) -> None:
+    def _stream_into(self, slot: Slot, stream: EventStream) -> None:
+        slot.stream = stream
+        slot.response = HttpResponse(stream.status, b"", stream.content_type)
+        stream.on_abort = self.abort
+
+    async def _complete(
+        self, slot: Slot, pending: Awaitable[HttpResponse | EventStream]
+    ) -> None:
         try:
             response = await pending
         except asyncio.CancelledError:
@@ -96,7 +101,11 @@ class RequestHandling(ResponseWriting):
             logger.error("unexpected error in an HTTP handler", exc_info=exc)
             response = error_response(500, "internal error")
         slot.task = None
-        slot.response = response
+        if isinstance(response, EventStream):
+            # A handler that had to wait (off the loop) before it could start a stream.
+            self._stream_into(slot, response)
+        else:
+            slot.response = response
         if self._queue and self._queue[0] is slot:
             self._flush()
 

@@ -30,10 +30,10 @@ from tritium.frontends.restricted import RestrictedApis, Restriction, http_route
 
 Params = dict[str, str]
 #: A route's handler: an answer now, one deferred to a completion, a streamed body, or an
-#: awaitable answer (run as a task).
+#: awaitable answer or streamed body (run as a task).
 Handler = Callable[
     [HttpRequest, Params],
-    "HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse]",
+    "HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse | EventStream]",
 ]
 
 _CACHE_LIMIT = 4096
@@ -72,7 +72,7 @@ def _guarded(restriction: Restriction, handler: Handler) -> Handler:
 
     def guarded(
         request: HttpRequest, params: Params
-    ) -> HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse]:
+    ) -> HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse | EventStream]:
         if not allows(request.headers.get(header)):
             return refusal
         return handler(request, params)
