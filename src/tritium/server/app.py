@@ -241,6 +241,7 @@ async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
 
 
 async def _start_metrics(service: Service, s: Settings, config: MetricsConfig):  # noqa: ANN202
+    from tritium.frontends.http.timeouts import HttpTimeouts
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
 
     options = MetricsOptions(
@@ -250,6 +251,10 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig): 
         cpu_metrics=s.allow_cpu_metrics,
         gpu_metrics=s.allow_gpu_metrics,
         config=config,
+        # The HTTP endpoint's connection timeouts: one set of limits for both ports.
+        timeouts=HttpTimeouts(
+            s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
+        ),
     )
     return await start_metrics_server(service, options)
 

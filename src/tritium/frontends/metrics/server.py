@@ -4,8 +4,9 @@ The page is built when it is asked for, from counters the request path already k
 scrape takes no lock and waits on no instance, so it answers while every instance is
 busy. CPU and memory are sampled every ``--metrics-interval-ms`` by a timer on the loop;
 GPUs (through NVML, where present) at the same interval on a worker thread.
-The HTTP side is deliberately small: GET/HEAD, keep-alive, bounded request heads and an
-idle timeout.
+The HTTP side is the HTTP endpoint's own connection code (``serve_routes``) with one route:
+the same request-head limit and answer, pipelining and keep-alive, idle and slow-client
+timeouts, so a client meets the same limits on both ports.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from dataclasses import dataclass, field
 
 from tritium.core.custom_metrics import CustomMetrics
 from tritium.core.custom_metrics import registry as default_registry
+from tritium.frontends.http.messages import HttpRequest, HttpResponse
+from tritium.frontends.http.router import Router
+from tritium.frontends.http.server import HttpServer, serve_routes
+from tritium.frontends.http.timeouts import HttpTimeouts
 from tritium.frontends.metrics.collect import (
     cpu_families,
     custom_families,
@@ -35,9 +40,10 @@ from tritium.service import Service
 
 log = logging.getLogger("tritium.metrics")
 
-MAX_HEAD = 16 * 1024
-IDLE_TIMEOUT_S = 60.0
+# A scrape has no body; a small one is read and ignored, a bigger one refused (400).
+MAX_BODY = 16 * 1024
 MIN_INTERVAL_MS = 10
+_CONTENT_TYPE = CONTENT_TYPE.encode("latin-1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +55,8 @@ class MetricsOptions:
     gpu_metrics: bool = True
     config: MetricsConfig = field(default_factory=MetricsConfig)
     sock: socket.socket | None = None  # a pre-bound socket (tests); host/port then unused
+    #: Idle and slow-client timeouts: the server passes the HTTP endpoint's.
+    timeouts: HttpTimeouts = field(default_factory=HttpTimeouts)
 
 
 class MetricsPage:
@@ -85,20 +93,30 @@ class MetricsServer:
     def __init__(self, page: MetricsPage, options: MetricsOptions) -> None:
         self.page = page
         self._options = options
-        self._server: asyncio.AbstractServer | None = None
+        self._http: HttpServer | None = None
         self._poller: asyncio.Task[None] | None = None
-        self._connections: set[asyncio.Task[None]] = set()
         self.port = 0
+
+    @property
+    def connection_count(self) -> int:
+        return self._http.connection_count if self._http is not None else 0
 
     async def start(self) -> None:
         opts = self._options
-        if opts.sock is not None:
-            self._server = await asyncio.start_server(self._connection, sock=opts.sock)
-        else:
-            self._server = await asyncio.start_server(
-                self._connection, opts.host, opts.port, reuse_address=True
-            )
-        self.port = self._server.sockets[0].getsockname()[1]
+        router = Router()
+        router.add("GET", "/metrics", self._get)
+        router.add("HEAD", "/metrics", self._head)
+        # The HTTP endpoint's connections, with its limits: a request head over 64 KiB is
+        # answered (not dropped), a slow or idle client is timed out alike.
+        self._http = await serve_routes(
+            router,
+            sock=opts.sock,
+            host=opts.host,
+            port=opts.port,
+            max_input_size=MAX_BODY,
+            timeouts=opts.timeouts,
+        )
+        self.port = self._http.port
         loop = asyncio.get_running_loop()
         gpus = opts.gpu_metrics and await loop.run_in_executor(None, self.page.gpu.start)
         if gpus:
@@ -107,6 +125,12 @@ class MetricsServer:
             self.page.sampler.sample()
         if opts.cpu_metrics or gpus:
             self._poller = asyncio.ensure_future(self._poll(opts.cpu_metrics, gpus))
+
+    def _get(self, request: HttpRequest, params: dict[str, str]) -> HttpResponse:
+        return HttpResponse(200, self.page.render(), _CONTENT_TYPE)
+
+    def _head(self, request: HttpRequest, params: dict[str, str]) -> HttpResponse:
+        return HttpResponse(200, b"", _CONTENT_TYPE)
 
     async def _poll(self, cpu: bool, gpus: bool) -> None:
         # At least 10 ms: a zero interval must not turn the poll into a busy loop.
@@ -120,87 +144,16 @@ class MetricsServer:
                 # NVML may block for milliseconds: read it on a worker thread.
                 await loop.run_in_executor(None, self.page.gpu.sample)
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            while await self._one_request(reader, writer):
-                pass
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
-            pass
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            writer.close()
-
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Answer one request; False when the connection should close."""
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_TIMEOUT_S)
-        if len(head) > MAX_HEAD:
-            return False
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3:
-            writer.write(_answer(400, b"Bad Request", "text/plain", close=True))
-            return False
-        method, target, version = parts
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        try:
-            length = int(headers.get("content-length", "0") or 0)
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_HEAD:
-            writer.write(_answer(400, b"Bad Request", "text/plain", close=True))
-            return False
-        if length:
-            await reader.readexactly(length)
-        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-        path = target.split("?", 1)[0]
-        if path != "/metrics":
-            writer.write(_answer(404, b"Not Found", "text/plain", close))
-        elif method not in ("GET", "HEAD"):
-            writer.write(_answer(405, b"Method Not Allowed", "text/plain", close))
-        else:
-            body = self.page.render()
-            writer.write(_answer(200, body, CONTENT_TYPE, close, head_only=method == "HEAD"))
-        await writer.drain()
-        return not close
-
     async def close(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
         await asyncio.get_running_loop().run_in_executor(None, self.page.gpu.close)
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
+        if self._http is not None:
+            self._http.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-
-
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-
-
-def _answer(
-    status: int, body: bytes, content_type: str, close: bool, head_only: bool = False
-) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
-        f"Content-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        + ("Connection: close\r\n" if close else "")
-        + "\r\n"
-    )
-    return head.encode() + (b"" if head_only else body)
+                await asyncio.wait_for(self._http.wait_closed(), 2.0)
 
 
 async def start_metrics_server(service: Service, options: MetricsOptions) -> MetricsServer:
