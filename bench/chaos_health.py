@@ -1,0 +1,84 @@
+"""Health poller of the chaos tool, run as its own process so the tool's threads (and their
+GIL) cannot delay a probe: ``GET /v2/health/live`` every few milliseconds over one
+keep-alive connection until stdin closes, then one JSON summary line on stdout.
+
+A *stall* is the time from the first probe sent after an answer until the next answer
+(failed probes and reconnects included): the longest stall is how long the server stopped
+answering.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+import threading
+import time
+
+
+def poll(host: str, port: int, interval_s: float, stop: threading.Event) -> dict[str, object]:
+    conn: http.client.HTTPConnection | None = None
+    stalls: list[float] = []
+    failures = 0
+    probes = 0
+    worst_at = 0.0
+    begin = time.monotonic()
+    first_unanswered: float | None = None
+    while not stop.is_set():
+        sent = time.monotonic()
+        if first_unanswered is None:
+            first_unanswered = sent
+        probes += 1
+        try:
+            if conn is None:
+                conn = http.client.HTTPConnection(host, port, timeout=5)
+            conn.request("GET", "/v2/health/live")
+            reply = conn.getresponse()
+            reply.read()
+            ok = reply.status == 200
+        except (OSError, http.client.HTTPException):
+            ok = False
+            if conn is not None:
+                conn.close()
+            conn = None
+        now = time.monotonic()
+        if ok:
+            stall = now - first_unanswered
+            if not stalls or stall > max(stalls):
+                worst_at = first_unanswered - begin
+            stalls.append(stall)
+            first_unanswered = None
+        else:
+            failures += 1
+        time.sleep(interval_s)
+    stalls.sort()
+    return {
+        "probes": probes,
+        "failures": failures,
+        "answered": len(stalls),
+        "max_stall_ms": round(1000 * stalls[-1], 1) if stalls else None,
+        "max_stall_at_s": round(worst_at, 1),
+        "p99_ms": round(1000 * stalls[int(0.99 * (len(stalls) - 1))], 1) if stalls else None,
+        "median_ms": round(1000 * stalls[len(stalls) // 2], 2) if stalls else None,
+        "over_100ms": sum(1 for s in stalls if s > 0.1),
+    }
+
+
+def main() -> None:
+    host, port, interval_ms = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    stop = threading.Event()
+    result: dict[str, object] = {}
+
+    def run() -> None:
+        result.update(poll(host, port, interval_ms / 1000, stop))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    sys.stdin.read()  # until the tool closes our stdin
+    stop.set()
+    thread.join(10)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Resource samples of a running server for the soak: resident memory of the server and of
+each worker, open descriptors, threads, child processes and ``/dev/shm`` entries, read from
+``/proc``; the verdict (a least-squares slope after warm-up, not one sample, decides
+whether a series is flat) and the plot.
+
+Bounds (growth the fitted line would add over one hour, after warm-up):
+server and total worker RSS at most 16 MiB/h, descriptors, threads, child processes and
+``/dev/shm`` entries at most 2 per hour (counts step up and down with connections and
+restarts; only a trend counts).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.chaos_faults import children
+
+SERIES = ("server_rss_mib", "workers_rss_mib", "fds", "threads", "children", "shm")
+#: Allowed growth per hour of the fitted line, per series.
+BOUNDS_PER_HOUR = {
+    "server_rss_mib": 16.0,
+    "workers_rss_mib": 16.0,
+    "fds": 2.0,
+    "threads": 2.0,
+    "children": 2.0,
+    "shm": 2.0,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    t: float  # seconds since the start of the run
+    server_rss_mib: float
+    workers_rss_mib: float
+    fds: int  # server and workers together
+    threads: int
+    children: int
+    shm: int
+    ok: int  # successful answers so far (throughput is its slope)
+
+
+def _status(pid: int) -> dict[str, str]:
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        out[key] = value.strip()
+    return out
+
+
+def _rss_mib(status: dict[str, str]) -> float:
+    return int(status.get("VmRSS", "0 kB").split()[0]) / 1024
+
+
+def sample(pid: int, began: float, ok: int) -> Sample:
+    server = _status(pid)
+    workers = children(pid)
+    rss = 0.0
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    threads = int(server["Threads"])
+    for child in workers:
+        try:
+            status = _status(child)
+            rss += _rss_mib(status)
+            threads += int(status["Threads"])
+            fds += len(os.listdir(f"/proc/{child}/fd"))
+        except (OSError, KeyError):
+            pass  # it exited between the listing and the read
+    return Sample(
+        t=time.monotonic() - began,
+        server_rss_mib=_rss_mib(server),
+        workers_rss_mib=rss,
+        fds=fds,
+        threads=threads,
+        children=len(workers),
+        shm=len(os.listdir("/dev/shm")),
+        ok=ok,
+    )
+
+
+def slope(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of ys over xs (0 with fewer than two points)."""
+    n = len(xs)
+    if n < 2:
+        return 0.0
+    mx, my = sum(xs) / n, sum(ys) / n
+    var = sum((x - mx) ** 2 for x in xs)
+    if var == 0:
+        return 0.0
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / var
+
+
+def verdict(samples: list[Sample], warmup_s: float) -> dict[str, dict[str, float | bool]]:
+    """Per series: the fitted growth per hour after warm-up, its bound, and whether flat."""
+    kept = [s for s in samples if s.t >= warmup_s]
+    out: dict[str, dict[str, float | bool]] = {}
+    for name in SERIES:
+        xs = [s.t for s in kept]
+        ys = [float(getattr(s, name)) for s in kept]
+        per_hour = slope(xs, ys) * 3600
+        out[name] = {
+            "first": ys[0] if ys else 0.0,
+            "last": ys[-1] if ys else 0.0,
+            "per_hour": round(per_hour, 2),
+            "bound_per_hour": BOUNDS_PER_HOUR[name],
+            "flat": per_hour <= BOUNDS_PER_HOUR[name],
+        }
+    return out
+
+
+def throughput(samples: list[Sample], warmup_s: float, window_s: float) -> tuple[float, float]:
+    """Successful answers per second in the first window after warm-up and in the last."""
+    kept = [s for s in samples if s.t >= warmup_s]
+    if len(kept) < 2:
+        return 0.0, 0.0
+
+    def rate(part: list[Sample]) -> float:
+        if len(part) < 2 or part[-1].t == part[0].t:
+            return 0.0
+        return (part[-1].ok - part[0].ok) / (part[-1].t - part[0].t)
+
+    start = [s for s in kept if s.t <= kept[0].t + window_s]
+    end = [s for s in kept if s.t >= kept[-1].t - window_s]
+    return rate(start), rate(end)
+
+
+def plot(samples: list[Sample], warmup_s: float, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ts = [s.t / 60 for s in samples]
+    fig, axes = plt.subplots(4, 1, figsize=(9, 10), sharex=True)
+    axes[0].plot(ts, [s.server_rss_mib for s in samples], label="server")
+    axes[0].plot(ts, [s.workers_rss_mib for s in samples], label="workers (sum)")
+    axes[0].set_ylabel("RSS MiB")
+    axes[1].plot(ts, [s.fds for s in samples], label="open fds")
+    axes[1].plot(ts, [s.threads for s in samples], label="threads")
+    axes[1].set_ylabel("count")
+    axes[2].plot(ts, [s.children for s in samples], label="child processes")
+    axes[2].plot(ts, [s.shm for s in samples], label="/dev/shm entries")
+    axes[2].set_ylabel("count")
+    rates = [0.0] + [
+        (b.ok - a.ok) / (b.t - a.t) if b.t > a.t else 0.0
+        for a, b in zip(samples, samples[1:], strict=False)
+    ]
+    axes[3].plot(ts, rates, label="answers/s")
+    axes[3].set_ylabel("answers/s")
+    axes[3].set_xlabel("minutes")
+    for ax in axes:
+        ax.axvline(warmup_s / 60, color="grey", linestyle=":", linewidth=1)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0].set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
