@@ -10,7 +10,7 @@ from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferResponse, OutputTensor
 from tritium.core.statistics import ModelStatistics
 from tritium.scheduling import DefaultScheduler
-from tritium.service.model_io import signature_from_config
+from tritium.service.model.signature import signature_from_config
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "model_repository"
 #: The example's configuration, completed as the model manager completes it.
@@ -59,13 +59,17 @@ class _Loaded:
 
 
 class InstantModels:
-    """What the service needs of its model manager: add_sub, served by an InstantInstance."""
+    """What the submitter needs of its model table: add_sub, served by an InstantInstance."""
 
     def __init__(self) -> None:
         self.loaded = _Loaded()
+        self.models: dict[str, object] = {}  # no entries: nothing for the manager to load
 
     def get(self, name: str, version: str) -> _Loaded:
         return self.loaded
+
+    def __contains__(self, name: object) -> bool:
+        return name == "add_sub"
 
 #: The worker's load message for add_sub (what the model manager sends).
 LOAD_SPEC = {

@@ -286,7 +286,7 @@ class _Peer:
 async def _measure(
     requests: int, profile: bool, wall_clock: bool, manager: ModelManager, service: Service
 ) -> None:
-    loaded = manager.get(MODEL)
+    loaded = manager.table.get(MODEL)
     clock = None if wall_clock else batcher_on_read_clock(manager)
     peer = _Peer(asyncio.get_running_loop(), clock)
     protocol = GrpcProtocol(_Shared(service, GrpcOptions()))

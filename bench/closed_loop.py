@@ -18,6 +18,7 @@ import uvloop
 
 from tritium.core.heap import settle_heap
 from tritium.scheduling import BatchingConfig, BatchPolicy, DynamicBatcher
+from tritium.server.app import build_service
 from tritium.service import LoadOptions, ModelManager, Service
 
 REPOSITORY = Path(__file__).resolve().parent / "model_repository"
@@ -49,7 +50,7 @@ class ReadClock:
 def batcher_on_read_clock(manager: ModelManager) -> ReadClock:
     """Give the model its own batcher again (same policy from its config, same instances)
     on a read clock; the manager's one is left idle."""
-    loaded = manager.get(MODEL)
+    loaded = manager.table.get(MODEL)
     clock = ReadClock()
     policy = BatchPolicy(BatchingConfig.from_config(loaded.config))
     loaded.scheduler = DynamicBatcher(loaded.instances, policy, clock=clock)  # type: ignore[arg-type]
@@ -84,17 +85,17 @@ async def measured(phase: Awaitable[None], profile: bool) -> float:
 
 
 async def _with_model(measure: Callable[[ModelManager, Service], Awaitable[None]]) -> None:
-    manager = ModelManager([REPOSITORY], LoadOptions())
+    wiring = build_service([REPOSITORY], LoadOptions())
+    manager, service = wiring.manager, wiring.service
     # SIGTERM unwinds like Ctrl-C does, through the clean-up below.
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     try:
         await manager.load_all({MODEL})
-        rows = manager.table()
+        rows = manager.table_rows()
         if not rows or any(not status.startswith("READY") for _, _, status in rows):
             raise SystemExit(f"model '{MODEL}' did not load: {rows}")
-        service = Service(manager)
         service.started = True
         await measure(manager, service)
     finally:

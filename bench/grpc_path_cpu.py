@@ -32,7 +32,7 @@ from tritium.core.heap import settle_heap
 from tritium.frontends.grpc.native import frames as f
 from tritium.frontends.grpc.native.server import GrpcProtocol, _Shared
 from tritium.frontends.grpc.options import GrpcOptions
-from tritium.service.service import Service
+from tritium.server.app import build_service
 
 
 class _Transport:
@@ -114,7 +114,7 @@ class _Client:
 
 
 async def _run(requests: int, profile: bool, stream: bool) -> None:
-    service = Service(InstantModels())  # type: ignore[arg-type]
+    service = build_service([], table=InstantModels()).service  # type: ignore[arg-type]
     service.started = True
     protocol = GrpcProtocol(_Shared(service, GrpcOptions()))
     transport = _Transport()

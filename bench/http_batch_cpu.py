@@ -223,7 +223,7 @@ async def _measure(
     manager: ModelManager,
     service: Service,
 ) -> None:
-    loaded = manager.get(MODEL)
+    loaded = manager.table.get(MODEL)
     clock = batcher_on_read_clock(manager)
     router = Router()
     KServeRoutes(service, MAX_INPUT).register(router)

@@ -30,7 +30,7 @@ from bench.add_sub import InstantModels  # noqa: E402
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
-from tritium.service.service import Service
+from tritium.server.app import build_service
 
 
 class _Transport:
@@ -77,7 +77,7 @@ def _request_bytes() -> bytes:
 
 
 async def _run(requests: int, profile: bool) -> None:
-    service = Service(InstantModels())  # type: ignore[arg-type]
+    service = build_service([], table=InstantModels()).service  # type: ignore[arg-type]
     service.started = True
     router = Router()
     KServeRoutes(service, 1 << 26).register(router)

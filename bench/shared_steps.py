@@ -93,12 +93,13 @@ def crossover(rounds: int) -> None:
 
 
 async def _ensemble(repo: Path, model: str, rows: int, requests: int) -> None:
-    from tritium.service import LoadOptions, ModelManager, Service
+    from tritium.server.app import build_service
+    from tritium.service import LoadOptions
 
-    manager = ModelManager([repo], LoadOptions())
+    wiring = build_service([repo], LoadOptions())
+    manager, service = wiring.manager, wiring.service
     try:
         await manager.load_all({model})
-        service = Service(manager)
         service.started = True
         x = np.ones((1, rows), np.float32)
 
@@ -106,11 +107,11 @@ async def _ensemble(repo: Path, model: str, rows: int, requests: int) -> None:
             return InferRequest(model, "", "", [InputTensor("INPUT0", "FP32", x.shape, x)])
 
         for _ in range(5):
-            await service.infer(request())
+            await service.submit(request())
         wall = time.perf_counter()
         cpu = time.process_time()
         for _ in range(requests):
-            response = await service.infer(request())
+            response = await service.submit(request())
             assert response.error is None, response.error
             del response
         wall = time.perf_counter() - wall

@@ -26,14 +26,14 @@ from tritium.frontends.grpc import (
     start_grpc_server,
 )
 from tritium.frontends.grpc.server import _channel_options
-from tritium.service import LoadOptions, ModelManager, Service
+from tritium.server.app import build_service
 
 # ------------------------------------------------------------- grpc.aio start-up options
 
 
 def _start(options: GrpcOptions) -> None:
     async def main() -> None:
-        server = await start_grpc_server(Service(ModelManager([], LoadOptions())), options)
+        server = await start_grpc_server(build_service([]).service, options)
         await server.stop(0)
 
     asyncio.run(main())
@@ -92,7 +92,7 @@ def test_max_connection_age_ends_connections():
 
     async def main() -> None:
         server = await start_grpc_server(
-            Service(ModelManager([], LoadOptions())),
+            build_service([]).service,
             GrpcOptions(host="127.0.0.1", port=0, keepalive=keepalive),
         )
         try:

@@ -41,7 +41,7 @@ def _run(body: Callable[[ModelManager, Service], Awaitable[None]]) -> None:
 
 
 def _process(manager: ModelManager, model: str):  # noqa: ANN202
-    (instance,) = manager.get(model).instances
+    (instance,) = manager.table.get(model).instances
     return instance.process
 
 
@@ -61,7 +61,7 @@ def test_step_outputs_are_read_in_place_by_the_next_step():
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.arange(ROWS, dtype=np.float32).reshape(1, ROWS)
         for _ in range(2):
-            response = await asyncio.wait_for(service.infer(_request(x.copy())), 60)
+            response = await asyncio.wait_for(service.submit(_request(x.copy())), 60)
             (y,) = response.outputs
             np.testing.assert_array_equal(y.data, x + 3)
             # The answer is a view of the last step's shared arena: not copied out.
@@ -85,7 +85,7 @@ def test_step_outputs_are_read_in_place_by_the_next_step():
 def test_small_tensors_take_the_copy_path():
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.arange(8, dtype=np.float32).reshape(1, 8)
-        response = await asyncio.wait_for(service.infer(_request(x.copy())), 60)
+        response = await asyncio.wait_for(service.submit(_request(x.copy())), 60)
         np.testing.assert_array_equal(response.outputs[0].data, x + 3)
         inc = _process(manager, "ens_inc")
         assert inc.output_statistics() is None  # no shared arena was even made
@@ -101,7 +101,7 @@ def test_a_worker_killed_while_the_next_step_reads_its_arena():
 
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.full((1, ROWS), 5, np.float32)
-        pending = asyncio.ensure_future(service.infer(_request(x.copy())))
+        pending = asyncio.ensure_future(service.submit(_request(x.copy())))
         slow = await _until_u_is_read(manager)
         assert slow.referenced_inputs[0] == 1
         inc = _process(manager, "ens_inc")
@@ -109,11 +109,11 @@ def test_a_worker_killed_while_the_next_step_reads_its_arena():
         response = await asyncio.wait_for(pending, 60)
         np.testing.assert_array_equal(response.outputs[0].data, x + 3)
         for _ in range(1000):  # restarted
-            (instance,) = manager.get("ens_inc").instances
+            (instance,) = manager.table.get("ens_inc").instances
             if instance.running and instance.process is not inc:
                 break
             await asyncio.sleep(0.02)
-        response = await asyncio.wait_for(service.infer(_request(x.copy())), 60)
+        response = await asyncio.wait_for(service.submit(_request(x.copy())), 60)
         np.testing.assert_array_equal(response.outputs[0].data, x + 3)
 
     _run(body)
@@ -124,7 +124,7 @@ def test_unloading_while_a_request_is_in_flight_frees_every_arena():
 
     async def body(manager: ModelManager, service: Service) -> None:
         x = np.ones((1, ROWS), np.float32)
-        pending = asyncio.ensure_future(service.infer(_request(x)))
+        pending = asyncio.ensure_future(service.submit(_request(x)))
         await _until_u_is_read(manager)
         await manager.unload_all(0.1)
         try:

@@ -1,7 +1,7 @@
 """The model manager's dependency hook: a model's dependencies (an ensemble's steps) load
 before it, and ``unload_dependents`` unloads those no other loaded model still needs.
 
-The hook is ``tritium.service.dependencies.model_dependencies``; ensembles are its real
+The hook is ``tritium.service.lifecycle.dependencies.model_dependencies``; ensembles are its real
 users, here a stand-in maps plain models to dependencies.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tritium.service import ModelManager, Service
-from tritium.service import models as models_module
+from tritium.service.lifecycle import manager as models_module
 from tritium.testing.in_process import serving
 from tritium.testing.lifecycle import write_marked_model
 

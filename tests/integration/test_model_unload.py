@@ -24,7 +24,7 @@ def test_unloading_a_batching_model_closes_its_queue_delay_timer():
         async with serving([MODELS], {"batch_merge"}) as (_, service):
             data = np.array([[7]], np.int32)
             request = InferRequest("batch_merge", "", "1", [InputTensor("X", "INT32", (1, 1), data)])
-            response = await asyncio.wait_for(service.infer(request), 30)
+            response = await asyncio.wait_for(service.submit(request), 30)
             assert int(response.outputs[0].data[0, 0]) == 7
             assert open_fds("timerfd") == before + 1  # the batcher waited out its delay on it
 

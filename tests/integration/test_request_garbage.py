@@ -29,13 +29,13 @@ def test_batched_requests_through_a_worker_leave_no_cyclic_garbage():
     async def main() -> None:
         async with serving([MODELS], {"batch_merge"}) as (_, service):
             # Warm-up: caches and the worker's first replies allocate for good.
-            await asyncio.gather(*(service.infer(_request(i)) for i in range(4)))
+            await asyncio.gather(*(service.submit(_request(i)) for i in range(4)))
             gc.collect()
             gc.disable()
             try:
                 for _ in range(3):
                     responses = await asyncio.wait_for(
-                        asyncio.gather(*(service.infer(_request(i)) for i in range(8))), 30
+                        asyncio.gather(*(service.submit(_request(i)) for i in range(8))), 30
                     )
                     assert [int(r.outputs[0].data[0, 0]) for r in responses] == list(range(8))
                     del responses

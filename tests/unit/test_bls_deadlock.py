@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tritium.service.bls import stuck_models
+from tritium.service.composition.bls import stuck_models
 
 COUNTS = {"a:1": 1, "b:1": 1, "pool:1": 2, "slow:1": 1}
 

@@ -1,6 +1,6 @@
 """A sampled decoupled call is recorded in the trace once, when both its batch was taken by
 ``execute`` and its final response went out, whichever comes last; with the compute window
-its instance measured for that batch, or none when the batch never ran."""
+its instance stamped on the request for that batch, or none when the batch never ran."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.errors import Unavailable
-from tritium.service.streams import DecoupledCall
+from tritium.service.requests.streams import DecoupledCall
 
 DISPATCH_NS = 5_000
 
@@ -22,9 +22,7 @@ class Recorder:
 
 
 def _call(traced: bool = True) -> tuple[DecoupledCall, Completion, Recorder, list]:
-    instance = SimpleNamespace(
-        finished_dispatch_ns=0, finished_timing=[0, 0, 0], cancel=lambda request: None
-    )
+    instance = SimpleNamespace(cancel=lambda request: None)
     loaded = SimpleNamespace(
         name="m",
         version_str="1",
@@ -46,11 +44,10 @@ def _call(traced: bool = True) -> tuple[DecoupledCall, Completion, Recorder, lis
 
 
 def _run(call: DecoupledCall, input_ns: int = 100, output_ns: int = 7) -> None:
-    """The instance ran the batch: dispatch time and the worker's timing, as it records them."""
+    """The instance ran the batch: dispatch time and the worker's timing, stamped on the
+    request as the instance stamps them."""
     call.request.dispatch_ns = DISPATCH_NS
-    (instance,) = call._loaded.instances
-    instance.finished_dispatch_ns = DISPATCH_NS
-    instance.finished_timing = [input_ns, 50, output_ns]
+    call.request.compute_ns = (input_ns, 50, output_ns)
 
 
 def _response() -> InferResponse:
@@ -64,8 +61,6 @@ def test_taken_then_final_records_once_at_the_final_response() -> None:
     assert recorder.records == []
     call.on_response(_response(), False)
     assert recorder.records == []
-    # The instance's next batch replaces its timing: the window was kept when taken.
-    call._loaded.instances[0].finished_dispatch_ns = DISPATCH_NS + 1
     call.on_response(None, True)
     ((request_id, end_ns, window),) = recorder.records
     assert (request_id, window) == ("r", (100, 7))

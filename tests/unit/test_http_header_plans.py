@@ -9,7 +9,7 @@ import pytest
 
 from tritium.core.errors import InvalidArgument
 from tritium.frontends.http.infer_decode import decode_infer_request
-from tritium.service.model_io import signature_from_config
+from tritium.service.model.signature import signature_from_config
 
 
 def _body(values: np.ndarray, *, request_id: str = "r", extra_input: bool = False) -> tuple[bytes, int]:

@@ -10,7 +10,7 @@ import pytest
 from tritium.core.errors import InvalidArgument
 from tritium.frontends.http.infer_decode import decode_infer_request
 from tritium.frontends.http.json_tensors import decode_json_data, flatten
-from tritium.service.model_io import ModelSignature, TensorSpec
+from tritium.service.model.signature import ModelSignature, TensorSpec
 
 
 def decode(doc: dict):

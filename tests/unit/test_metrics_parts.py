@@ -17,6 +17,7 @@ from tritium.frontends.metrics import Family, parse_metrics_config, render
 from tritium.frontends.metrics.collect import custom_families
 from tritium.frontends.metrics.exposition import format_value
 from tritium.frontends.metrics.system import SystemSampler, parse_cpu_times, parse_meminfo
+from tritium.service import ModelTable
 
 
 class FakeClock:
@@ -217,12 +218,8 @@ def test_label_values_must_be_strings_and_kinds_known() -> None:
 # -- the page's switches ----------------------------------------------------------------
 
 
-class _NoModels:
-    models: dict = {}
-
-
 class _Service:
-    models = _NoModels()
+    table = ModelTable()  # no models
 
 
 def test_page_switches() -> None:

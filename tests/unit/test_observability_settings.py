@@ -12,8 +12,8 @@ from tritium.core.errors import InternalError, InvalidArgument, Unavailable, Uns
 from tritium.core.log_lines import head
 from tritium.server.logging_setup import TritonFormatter, apply
 from tritium.service.log_settings import LogSettings
-from tritium.service.trace_settings import OTEL_KEY, Sampler, TraceSettings, parse_trace_config
-from tritium.service.trace_writer import timestamps
+from tritium.service.tracing.recorder import timestamps
+from tritium.service.tracing.settings import OTEL_KEY, Sampler, TraceSettings, parse_trace_config
 
 # -- logging settings -------------------------------------------------------------------
 

@@ -17,9 +17,13 @@ from tritium.repository.overrides import (
     validate_model_name,
     write_private_folder,
 )
-from tritium.service.dependencies import model_dependencies
-from tritium.service.lifecycle_settings import lifecycle_options
-from tritium.service.repository_api import NOT_EXPLICIT, RepositoryControl, parse_load_parameters
+from tritium.service.lifecycle.dependencies import model_dependencies
+from tritium.service.lifecycle.repository_api import (
+    NOT_EXPLICIT,
+    RepositoryControl,
+    parse_load_parameters,
+)
+from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.workers import CrashPolicy
 
 CONFIG = json.dumps({"name": "m", "backend": "python"})

@@ -12,9 +12,9 @@ import pytest
 
 from tritium.core.errors import InvalidArgument, Unavailable
 from tritium.core.types import InferResponse, OutputTensor
-from tritium.service.classification import OutputClassifier, read_labels, top_k
-from tritium.service.model_io import TensorSpec, signature_from_config
-from tritium.service.output_reshape import output_reshaper
+from tritium.service.model.classification import OutputClassifier, read_labels, top_k
+from tritium.service.model.reshape import output_reshaper
+from tritium.service.model.signature import TensorSpec, signature_from_config
 
 
 def out(name: str, datatype: str, array) -> OutputTensor:

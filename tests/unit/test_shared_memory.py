@@ -28,12 +28,8 @@ from tritium.frontends.grpc.infer_codec import decode_infer_request, encode_infe
 from tritium.frontends.http.infer_decode import decode_infer_request as http_decode
 from tritium.frontends.http.infer_encode import encode_infer_response as http_encode
 from tritium.frontends.http.output_prefs import OutputPref, OutputPrefs
-from tritium.service.shared_memory import (
-    UINT64_MAX,
-    SharedMemoryRegistry,
-    attach_request,
-    write_outputs,
-)
+from tritium.service.shared_memory.registry import UINT64_MAX, SharedMemoryRegistry
+from tritium.service.shared_memory.tensors import attach_request, write_outputs
 
 PAGE = mmap.ALLOCATIONGRANULARITY
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tritium.core.errors import InvalidArgument
-from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
+from tritium.service.shared_memory.registry import SharedMemoryRegistry, ShmLimits
 
 REGION = 4096
 

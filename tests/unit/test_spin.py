@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tritium.service.spin import LoneRequestSpinner
+from tritium.service.requests.spin import LoneRequestSpinner
 
 
 async def _turns_while(spinner: LoneRequestSpinner, seconds: float) -> int:

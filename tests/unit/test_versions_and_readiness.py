@@ -9,8 +9,10 @@ import pytest
 
 from tritium import repository as repo
 from tritium.core.errors import InvalidArgument, NotFound
-from tritium.service import LoadOptions, ModelManager, Service
-from tritium.service.models import ModelEntry, VersionStatus, version_number
+from tritium.server.app import build_service
+from tritium.service import ModelTable
+from tritium.service.model.entry import ModelEntry, VersionStatus
+from tritium.service.model.table import version_number
 
 STOL = (
     "failed to get model version from specified version string '{}' (details: stol), "
@@ -41,11 +43,11 @@ def test_negative_version_is_invalid():
     )
 
 
-def _manager(*entries: ModelEntry) -> ModelManager:
-    manager = ModelManager([], LoadOptions())
+def _table(*entries: ModelEntry, into: ModelTable | None = None) -> ModelTable:
+    table = into if into is not None else ModelTable()
     for entry in entries:
-        manager.models[entry.name] = entry
-    return manager
+        table.models[entry.name] = entry
+    return table
 
 
 def _entry(name: str, state: str, reason: str = "", **versions: VersionStatus) -> ModelEntry:
@@ -57,7 +59,7 @@ def _entry(name: str, state: str, reason: str = "", **versions: VersionStatus) -
 
 
 def test_get_names_the_parsed_version():
-    manager = _manager(_entry("m", "UNAVAILABLE", "broken", v1=VersionStatus(1, "UNAVAILABLE")))
+    manager = _table(_entry("m", "UNAVAILABLE", "broken", v1=VersionStatus(1, "UNAVAILABLE")))
     with pytest.raises(NotFound) as info:
         manager.get("m", "007")
     assert info.value.message == "Request for unknown model: 'm' version 7 is not found"
@@ -67,7 +69,7 @@ def test_get_names_the_parsed_version():
 
 
 def test_not_ready_reasons_name_each_model_and_why():
-    manager = _manager(
+    manager = _table(
         _entry("b_failed", "UNAVAILABLE", v1=VersionStatus(1, "UNAVAILABLE", "weights are missing")),
         _entry("a_no_versions", "UNAVAILABLE", "no version could be loaded"),
         _entry("c_loading", "LOADING", v2=VersionStatus(2, "LOADING")),
@@ -81,10 +83,12 @@ def test_not_ready_reasons_name_each_model_and_why():
 
 
 def test_service_not_ready_reason():
-    manager = _manager(
-        _entry("bad", "UNAVAILABLE", v1=VersionStatus(1, "UNAVAILABLE", "weights are missing"))
+    wiring = build_service([])
+    _table(
+        _entry("bad", "UNAVAILABLE", v1=VersionStatus(1, "UNAVAILABLE", "weights are missing")),
+        into=wiring.table,
     )
-    service = Service(manager)
+    service = wiring.service
     assert service.not_ready_reason() == "the server is starting: models are still loading"
     service.started = True
     assert not service.ready()

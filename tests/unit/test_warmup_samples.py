@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tritium.core.errors import InvalidArgument
-from tritium.service.warmup import build_samples
+from tritium.service.lifecycle.warmup import build_samples
 
 
 def _config(inputs: dict, max_batch_size: int = 0, **sample: object) -> dict:

@@ -68,6 +68,9 @@ class InferRequest:
     # Filled by the service once the request is accepted.
     arrival_ns: int = 0
     dispatch_ns: int = 0  # when an instance started it (queue time = dispatch - arrival)
+    # (input, infer, output) ns the worker measured for the batch that ran this request,
+    # stamped by its instance when the batch finished (None until then, or if it failed).
+    compute_ns: tuple[int, int, int] | None = None
     batch_size: int = 1
     # Set by a frontend when an immutable, hashable object identifies this request's exact
     # tensor layout (names, types, shapes, requested outputs, id): validation results

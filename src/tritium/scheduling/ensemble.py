@@ -2,7 +2,7 @@
 
 Callback-driven, with no task per request. A step starts the moment the last tensor it
 reads exists, so independent branches run side by side; each step is one request to its
-model, submitted through ``submit_step`` (the service's submit), so that model's own
+model, submitted through ``submit_step`` (the submitter's), so that model's own
 scheduler (dynamic batching, instance groups) and statistics apply. Step outputs are the
 arrays the worker replies gave the server: they become the next step's inputs as they are,
 with no trip back through a frontend. Each step is a :class:`StepRequest`: a large output
@@ -29,7 +29,6 @@ from tritium.scheduling.ensemble_plan import EnsemblePlan
 SubmitStep = Callable[[InferRequest], Completion]  # Completion[InferResponse]
 # A finished step request's (compute input, infer, output) ns: those of the batch that ran
 # it, as its instance measured them; None when unknown (e.g. a nested ensemble's step).
-StepTiming = Callable[[InferRequest], "tuple[int, int, int] | None"]
 
 
 class StepRequest(InferRequest):
@@ -109,12 +108,10 @@ class EnsembleScheduler:
         plan: EnsemblePlan,
         submit_step: SubmitStep,
         recorder: ExecutionRecorder | None = None,
-        step_timing: StepTiming | None = None,
     ) -> None:
         self.plan = plan
         self._submit_step = submit_step
         self._recorder = recorder
-        self._step_timing = step_timing
         self._movable = _movable(plan)
         self._runs: set[_Run] = set()
         self._requests = 0
@@ -204,12 +201,12 @@ class EnsembleScheduler:
         if response.error is not None:
             _fail(waiter, response.error)
             return
-        if self._step_timing is not None:
-            timing = self._step_timing(step_request)
-            if timing is not None:
-                run.input_ns += timing[0]
-                run.infer_ns += timing[1]
-                run.output_ns += timing[2]
+        # The compute times of the batch that ran the step, stamped on it by its instance.
+        timing = step_request.compute_ns
+        if timing is not None:
+            run.input_ns += timing[0]
+            run.infer_ns += timing[1]
+            run.output_ns += timing[2]
         step = self.plan.steps[index]
         by_name = {o.name: o for o in response.outputs}
         consumers = self.plan.consumers

@@ -1,5 +1,19 @@
 """Composition root: settings → repository → workers → schedulers → frontends.
 
+:func:`build_service` wires the service layer, each piece given its collaborators through
+its constructor (nothing is attached afterwards), in this order:
+
+1. the model table (empty) and the lone-request spinner, the shared-memory registry, the
+   trace settings and recorder;
+2. the submitter (the request path) over the table;
+3. model code's model control (empty: see ``ModelCodeControl``, which breaks the one
+   construction cycle) and the BLS endpoint over the submitter and the table;
+4. the builders: the version builder (its workers call the BLS endpoint) and the ensemble
+   builder (steps go through the submitter);
+5. the model manager over the table, given both builders;
+6. the repository API over the manager (it becomes model code's model control);
+7. the ``Service`` façade over the table, the submitter and the repository API.
+
 Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
 stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
 model, and leave no child process behind.
@@ -11,7 +25,10 @@ import asyncio
 import logging
 import signal
 import sys
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
@@ -19,13 +36,18 @@ from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
-from tritium.service import LoadOptions, ModelManager, Service
-from tritium.service.lifecycle_settings import lifecycle_options
+from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
+from tritium.service.composition.bls import BlsEndpoint
+from tritium.service.composition.ensembles import EnsembleBuilder
+from tritium.service.lifecycle.builder import VersionBuilder
+from tritium.service.lifecycle.poller import RepositoryPoller
+from tritium.service.lifecycle.repository_api import ModelCodeControl, RepositoryControl
+from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
-from tritium.service.poller import RepositoryPoller
-from tritium.service.shared_memory import SharedMemoryRegistry, ShmLimits
-from tritium.service.spin import LoneRequestSpinner
-from tritium.service.trace_settings import parse_trace_config
+from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.shared_memory.registry import SharedMemoryRegistry, ShmLimits
+from tritium.service.tracing.recorders import new_recorder
+from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 
 log = logging.getLogger("tritium.server")
 
@@ -41,6 +63,62 @@ def _model_table(rows: list[tuple[str, str, str]]) -> str:
         return "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths)) + "|"
 
     return "\n".join([sep, line(headers), sep, *(line(r) for r in rows), sep])
+
+
+@dataclass(frozen=True, slots=True)
+class Wiring:
+    """The service layer as :func:`build_service` wired it."""
+
+    table: ModelTable
+    manager: ModelManager
+    submitter: Submitter
+    service: Service
+
+
+def build_service(
+    roots: Sequence[Path],
+    options: LoadOptions | None = None,
+    *,
+    server_id: str = "triton",
+    strict_readiness: bool = True,
+    allow_client_shm: bool = True,
+    shared_memory: SharedMemoryRegistry | None = None,
+    log_settings: LogSettings | None = None,
+    trace_startup: dict[str, Any] | None = None,
+    model_control_mode: str = "none",
+    spinner: LoneRequestSpinner | None = None,
+    table: ModelTable | None = None,
+) -> Wiring:
+    """Wire the service layer over the model repositories ``roots`` (see the module's
+    docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
+    is a new, empty one unless given (the CPU benches give one serving a fake model)."""
+    options = options if options is not None else LoadOptions()
+    table = table if table is not None else ModelTable()
+    # Polls the loop while one client request is in flight (off unless given: the server
+    # passes its --busy-poll settings).
+    spinner = spinner if spinner is not None else LoneRequestSpinner(0, 0)
+    registry = shared_memory if shared_memory is not None else SharedMemoryRegistry()
+    trace_settings = TraceSettings(trace_startup, table.__contains__)
+    submitter = Submitter(
+        table, spinner, trace_settings, new_recorder(trace_settings), registry, allow_client_shm
+    )
+    model_code = ModelCodeControl()
+    bls = BlsEndpoint(submitter, table, model_code)
+    versions = VersionBuilder(
+        options, calls=bls, lone_request=spinner.lone if spinner.enabled else None
+    )
+    ensembles = EnsembleBuilder(submitter, table, options.gpu_count)
+    manager = ModelManager(list(roots), options, table, versions, ensembles)
+    repository = RepositoryControl(manager, model_control_mode, model_code)
+    service = Service(
+        table,
+        submitter,
+        repository,
+        server_id=server_id,
+        strict_readiness=strict_readiness,
+        log_settings=log_settings,
+    )
+    return Wiring(table, manager, submitter, service)
 
 
 class Server:
@@ -59,7 +137,6 @@ class Server:
             and metrics_config.histogram_latencies,
             **lifecycle_options(settings.backend_config),
         )
-        self.models = ModelManager([Path(p) for p in settings.model_repository], options)
         log_settings = LogSettings(
             log_file=settings.log_file,
             info=settings.log_info,
@@ -68,9 +145,9 @@ class Server:
             verbose=settings.log_verbose,
             fmt=settings.log_format,
         )
-        connect_log_settings(log_settings, self.models)
-        self.service = Service(
-            self.models,
+        wiring = build_service(
+            [Path(p) for p in settings.model_repository],
+            options,
             server_id=settings.id,
             strict_readiness=settings.strict_readiness,
             allow_client_shm=settings.allow_client_shm,
@@ -88,10 +165,15 @@ class Server:
                 )
             ),
         )
+        self.table = wiring.table
+        self.models = wiring.manager
+        self.service = wiring.service
+        connect_log_settings(log_settings, self.table)
         self.poller = RepositoryPoller(self.models, float(settings.repository_poll_secs))
-        self.http = None
-        self.grpc = None
-        self.metrics = None
+        # The running frontends (their types are imported lazily, with the frontends).
+        self.http: Any = None
+        self.grpc: Any = None
+        self.metrics: Any = None
 
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
@@ -106,8 +188,8 @@ class Server:
             names = set(self.settings.load_model)
             only = None if "*" in names else names
         await self.models.load_all(only)
-        log.info("\n%s", _model_table(self.models.table()))
-        failed = [r for r in self.models.table() if not r[2].startswith("READY")]
+        log.info("\n%s", _model_table(self.models.table_rows()))
+        failed = [r for r in self.models.table_rows() if not r[2].startswith("READY")]
         if failed and self.settings.exit_on_error:
             log.error("failed to load all models")
             return False
@@ -115,7 +197,7 @@ class Server:
             log.error(
                 "the server will not be ready (--strict-readiness=true) until every model is: "
                 "%s",
-                "; ".join(self.models.not_ready_reasons()),
+                "; ".join(self.table.not_ready_reasons()),
             )
         try:
             await self._start_frontends()
@@ -170,7 +252,7 @@ class Server:
 
         self.service.stopping = True
         await self.poller.stop()
-        drains = []
+        drains: list[Awaitable[Any]] = []
         if self.grpc is not None:
             drains.append(self.grpc.stop(left()))
         if self.http is not None:

@@ -11,7 +11,7 @@ from typing import Any
 from tritium.backends.python.pb_utils_logger import ENV
 from tritium.server import logging_setup
 from tritium.service.log_settings import LogSettings
-from tritium.service.models import ModelManager
+from tritium.service.model.table import ModelTable
 
 
 def _publish(settings: LogSettings) -> None:
@@ -20,19 +20,14 @@ def _publish(settings: LogSettings) -> None:
     os.environ[ENV] = json.dumps(values)
 
 
-def connect(settings: LogSettings, models: ModelManager) -> None:
+def connect(settings: LogSettings, table: ModelTable) -> None:
     _publish(settings)
 
     def changed(update: dict[str, Any]) -> None:
         logging_setup.apply(update)
         _publish(settings)
         message = {"op": "log_settings", "settings": update}
-        for entry in models.models.values():
-            for status in entry.versions.values():
-                if status.loaded is None:
-                    continue
-                for instance in status.loaded.instances:
-                    if instance.process is not None:
-                        instance.process.post(message)
+        for loaded in table.loaded():
+            loaded.post(message)
 
     settings.on_change(changed)

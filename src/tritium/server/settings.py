@@ -15,8 +15,8 @@ from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
 from tritium.frontends.restricted import GRPC_HEADER_PREFIX, RestrictedApis
-from tritium.service.lifecycle_settings import lifecycle_options
-from tritium.service.trace_settings import parse_trace_config
+from tritium.service.lifecycle.settings import lifecycle_options
+from tritium.service.tracing.settings import parse_trace_config
 
 MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from tritium.server.app import build_service
 from tritium.service import LoadOptions, ModelManager, Service
 
 
@@ -22,12 +23,12 @@ from tritium.service import LoadOptions, ModelManager, Service
 async def serving(
     repositories: Iterable[Path], models: Iterable[str] = (), **service_options: Any
 ) -> AsyncIterator[tuple[ModelManager, Service]]:
-    manager = ModelManager(list(repositories), LoadOptions())
+    wiring = build_service(list(repositories), LoadOptions(), **service_options)
+    manager, service = wiring.manager, wiring.service
     try:
         wanted = set(models)
         if wanted:
             await manager.load_all(wanted)
-        service = Service(manager, **service_options)
         service.started = True
         yield manager, service
     finally:

@@ -72,11 +72,6 @@ class ModelInstance:
         self._crash_policy = crash_policy
         self._crashes: deque[float] = deque()
         self.restarts = 0
-        # When the batch that completed last was dispatched (its requests' ``dispatch_ns``)
-        # and its worker timing (input, infer, output ns): tracing reads them while that
-        # batch's completion callbacks run.
-        self.finished_dispatch_ns = 0
-        self.finished_timing: list[int] = [0, 0, 0]
         # Why the instance stopped restarting ("" while it still does).
         self.gave_up = ""
 
@@ -203,19 +198,22 @@ class ModelInstance:
             request.dispatch_ns = now
             rows += request.batch_size
         done = process.submit(batch)
-        done.add_done_callback(partial(self._record, now, rows, len(batch), process))
+        done.add_done_callback(partial(self._record, batch, rows, process))
         return done
 
     def _record(
-        self, dispatch_ns: int, rows: int, requests: int, process: WorkerProcess, done: Completion
+        self, batch: list[InferRequest], rows: int, process: WorkerProcess, done: Completion
     ) -> None:
+        """Count the batch's execution, and stamp its compute times on each of its
+        requests (ensembles and tracing read them there). Runs before the requests'
+        own completions settle: the scheduler adds its callback after this one."""
         if done.exception() is not None:
             return
-        timing = process.last_timing
-        self.finished_dispatch_ns = dispatch_ns
-        self.finished_timing = timing
-        input_ns, infer_ns, output_ns = timing
-        self.stats.record_execution(rows, requests, input_ns, infer_ns, output_ns)
+        input_ns, infer_ns, output_ns = process.last_timing
+        timing = (input_ns, infer_ns, output_ns)
+        for request in batch:
+            request.compute_ns = timing
+        self.stats.record_execution(rows, len(batch), input_ns, infer_ns, output_ns)
 
     def cancel(self, request: InferRequest) -> None:
         if self.process is not None:

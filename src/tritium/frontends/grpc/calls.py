@@ -41,7 +41,7 @@ from tritium.frontends.grpc.repository_calls import (
     repository_model_load,
     repository_model_unload,
 )
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 SERVICE = "inference.GRPCInferenceService"
 HEALTH_SERVICE = "grpc.health.v1.Health"
@@ -80,21 +80,21 @@ class Method:
 # --------------------------------------------------------------------- health
 
 
-async def _server_live(service: Service, request: Any) -> service_pb2.ServerLiveResponse:
+async def _server_live(service: ServiceApi, request: Any) -> service_pb2.ServerLiveResponse:
     try:
         return service_pb2.ServerLiveResponse(live=service.live())
     except TritiumError:
         return service_pb2.ServerLiveResponse(live=False)
 
 
-async def _server_ready(service: Service, request: Any) -> service_pb2.ServerReadyResponse:
+async def _server_ready(service: ServiceApi, request: Any) -> service_pb2.ServerReadyResponse:
     try:
         return service_pb2.ServerReadyResponse(ready=service.ready())
     except TritiumError:
         return service_pb2.ServerReadyResponse(ready=False)
 
 
-async def _model_ready(service: Service, request: Any) -> service_pb2.ModelReadyResponse:
+async def _model_ready(service: ServiceApi, request: Any) -> service_pb2.ModelReadyResponse:
     try:
         ready = service.model_ready(request.name, request.version)
     except NotFound:
@@ -102,7 +102,7 @@ async def _model_ready(service: Service, request: Any) -> service_pb2.ModelReady
     return service_pb2.ModelReadyResponse(ready=ready)
 
 
-async def _health_check(service: Service, request: Any) -> health_pb2.HealthCheckResponse:
+async def _health_check(service: ServiceApi, request: Any) -> health_pb2.HealthCheckResponse:
     status = health_pb2.HealthCheckResponse
     return status(status=status.SERVING if service.ready() else status.NOT_SERVING)
 
@@ -110,26 +110,26 @@ async def _health_check(service: Service, request: Any) -> health_pb2.HealthChec
 # ------------------------------------------------------------------- metadata
 
 
-async def _server_metadata(service: Service, request: Any) -> Any:
+async def _server_metadata(service: ServiceApi, request: Any) -> Any:
     return server_metadata_response(service.server_metadata())
 
 
-async def _model_metadata(service: Service, request: Any) -> Any:
+async def _model_metadata(service: ServiceApi, request: Any) -> Any:
     return model_metadata_response(service.model_metadata(request.name, request.version))
 
 
-async def _model_config(service: Service, request: Any) -> Any:
+async def _model_config(service: ServiceApi, request: Any) -> Any:
     return model_config_response(service.model_config(request.name, request.version))
 
 
-async def _model_statistics(service: Service, request: Any) -> Any:
+async def _model_statistics(service: ServiceApi, request: Any) -> Any:
     return model_statistics_response(service.model_statistics(request.name, request.version))
 
 
 # ------------------------------------------------------------ not served (yet)
 
 
-def _shared_memory(name: str) -> Callable[[Service, Any], Awaitable[Any]]:
+def _shared_memory(name: str) -> Callable[[ServiceApi, Any], Awaitable[Any]]:
     """System and CUDA shared memory, served by ``shared_memory``."""
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
     return getattr(shared_memory, snake)
@@ -145,7 +145,7 @@ def _method(
     *,
     kind: str = UNARY,
     service: str = SERVICE,
-    begin: Callable[[Service, Any], tuple[Completion, Finish]] | None = None,
+    begin: Callable[[ServiceApi, Any], tuple[Completion, Finish]] | None = None,
     infer: bool = False,
     begin_bytes: BeginBytes | None = None,
 ) -> Method:

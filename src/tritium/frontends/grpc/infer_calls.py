@@ -29,7 +29,8 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_split,
 )
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
-from tritium.service import DecoupledCall, Service
+from tritium.service import DecoupledCall
+from tritium.service.api import ServiceApi
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
@@ -58,7 +59,7 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
 
 
-def _submit_unary(service: Service, request: Any, trace: dict[str, str] | None) -> Completion:
+def _submit_unary(service: ServiceApi, request: Any, trace: dict[str, str] | None) -> Completion:
     if trace is not None:
         request.trace_context = trace
     try:
@@ -74,7 +75,7 @@ def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.Model
 
 
 def begin_infer(
-    service: Service,
+    service: ServiceApi,
     message: service_pb2.ModelInferRequest,
     trace: dict[str, str] | None = None,
 ) -> tuple[Completion, Finish]:
@@ -96,7 +97,7 @@ def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes | Spl
 
 
 def begin_infer_bytes(
-    service: Service,
+    service: ServiceApi,
     plans: RequestPlans,
     data: bytes | memoryview,
     trace: dict[str, str] | None = None,
@@ -109,7 +110,7 @@ def begin_infer_bytes(
 
 
 async def model_infer(
-    service: Service, message: Any, trace: dict[str, str] | None = None
+    service: ServiceApi, message: Any, trace: dict[str, str] | None = None
 ) -> service_pb2.ModelInferResponse:
     future, finish = begin_infer(service, message, trace)
     return finish(await future)
@@ -157,7 +158,7 @@ class InferStream:
 
     def __init__(
         self,
-        service: Service,
+        service: ServiceApi,
         emit: Callable[[Any], None],
         plans: RequestPlans | None = None,
         trace: dict[str, str] | None = None,
@@ -313,7 +314,7 @@ class StreamBacklogExceeded(Exception):
 
 
 async def model_stream_infer(
-    service: Service,
+    service: ServiceApi,
     requests: AsyncIterator[service_pb2.ModelInferRequest],
     trace: dict[str, str] | None = None,
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:

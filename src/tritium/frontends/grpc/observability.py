@@ -10,10 +10,10 @@ from typing import Any
 
 from tritonclient.grpc import service_pb2
 
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 
-async def log_settings(service: Service, request: Any) -> Any:
+async def log_settings(service: ServiceApi, request: Any) -> Any:
     doc: dict[str, Any] = {}
     for key, setting in request.settings.items():
         which = setting.WhichOneof("parameter_choice")
@@ -31,7 +31,7 @@ async def log_settings(service: Service, request: Any) -> Any:
     return response
 
 
-async def trace_setting(service: Service, request: Any) -> Any:
+async def trace_setting(service: ServiceApi, request: Any) -> Any:
     traces = service.trace_settings
     doc: dict[str, Any] = {}
     for key, setting in request.settings.items():

@@ -8,12 +8,12 @@ from typing import Any
 from tritonclient.grpc import service_pb2
 
 from tritium.core.errors import InvalidArgument, Unsupported
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 _NAMED_REPOSITORY = "'repository_name' specification is not supported"
 
 
-async def repository_index(service: Service, request: Any) -> Any:
+async def repository_index(service: ServiceApi, request: Any) -> Any:
     if request.repository_name:
         raise Unsupported(_NAMED_REPOSITORY)
     index = service_pb2.RepositoryIndexResponse.ModelIndex
@@ -31,7 +31,7 @@ async def repository_index(service: Service, request: Any) -> Any:
     )
 
 
-async def repository_model_load(service: Service, request: Any) -> Any:
+async def repository_model_load(service: ServiceApi, request: Any) -> Any:
     if request.repository_name:
         raise Unsupported(_NAMED_REPOSITORY)
     parameters: dict[str, Any] = {}
@@ -52,7 +52,7 @@ async def repository_model_load(service: Service, request: Any) -> Any:
     return service_pb2.RepositoryModelLoadResponse()
 
 
-async def repository_model_unload(service: Service, request: Any) -> Any:
+async def repository_model_unload(service: ServiceApi, request: Any) -> Any:
     if request.repository_name:
         raise Unsupported(_NAMED_REPOSITORY)
     unload_dependents = False

@@ -14,7 +14,7 @@ import grpc
 
 from tritium.frontends.grpc.options import GrpcOptions, KeepaliveOptions, TlsFiles
 from tritium.frontends.grpc.servicer import add_methods_to_server
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 # Triton sets a grpc compression *level* on inference calls and grpc core turns it into
 # an algorithm the client accepts: LOW picks gzip, MED and HIGH pick deflate (for the
@@ -111,7 +111,7 @@ def _compression(options: GrpcOptions) -> grpc.Compression | None:
     return None if compression is grpc.Compression.NoCompression else compression
 
 
-async def start_grpc_server(service: Service, options: GrpcOptions) -> GrpcServer:
+async def start_grpc_server(service: ServiceApi, options: GrpcOptions) -> GrpcServer:
     """Serve Triton's ``GRPCInferenceService`` for ``service`` as ``options`` say."""
     host, port = options.host, options.port
     # Read certificates before anything binds, so a bad path fails start-up cleanly.

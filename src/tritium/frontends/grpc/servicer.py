@@ -2,7 +2,7 @@
 
 Every :class:`~tritium.frontends.grpc.calls.Method` becomes one grpc.aio method handler:
 grpcio decodes the request with the method's message class, the handler calls the
-:class:`Service` through the table and errors are mapped once, by ``call_status``, to
+:class:`ServiceApi` through the table and errors are mapped once, by ``call_status``, to
 ``context.abort``. No method logic lives here, so this transport and the native one
 answer alike by construction.
 """
@@ -18,7 +18,7 @@ from tritium.core.trace_context import TRACEPARENT, propagated
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_status
 from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 _STATUS_BY_VALUE: dict[int, grpc.StatusCode] = {s.value[0]: s for s in grpc.StatusCode}
 
@@ -46,7 +46,7 @@ def _trace_context(context: grpc.aio.ServicerContext) -> dict[str, str] | None:
 # ``begin`` fast path or not) so a call pays for no branch it does not need.
 
 
-def _unary(method: Method, service: Service, compression: grpc.Compression | None) -> Callable:
+def _unary(method: Method, service: ServiceApi, compression: grpc.Compression | None) -> Callable:
     name = method.name
     begin = method.begin
     handler = method.handler
@@ -90,7 +90,7 @@ def _unary(method: Method, service: Service, compression: grpc.Compression | Non
     return compressed
 
 
-def _stream(method: Method, service: Service, compression: grpc.Compression | None) -> Callable:
+def _stream(method: Method, service: ServiceApi, compression: grpc.Compression | None) -> Callable:
     handler = method.handler
 
     if method.infer:  # infer streams take the call's trace context too
@@ -155,7 +155,7 @@ def _serialize(message: Any) -> bytes:
 
 def _rpc_handler(
     method: Method,
-    service: Service,
+    service: ServiceApi,
     compression: grpc.Compression | None,
     restriction: Restriction | None = None,
 ) -> grpc.RpcMethodHandler:
@@ -195,7 +195,7 @@ class _MethodNotFound(grpc.GenericRpcHandler):
 
 
 def method_handlers(
-    service: Service,
+    service: ServiceApi,
     compression: grpc.Compression | None = None,
     restricted: RestrictedApis | None = None,
 ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
@@ -218,7 +218,7 @@ def method_handlers(
 
 def add_methods_to_server(
     server: grpc.aio.Server,
-    service: Service,
+    service: ServiceApi,
     compression: grpc.Compression | None = None,
     restricted: RestrictedApis | None = None,
 ) -> None:

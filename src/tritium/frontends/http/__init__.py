@@ -1,8 +1,8 @@
 """HTTP/REST frontend: KServe v2 + Triton's binary tensor extension on asyncio + httptools.
 
-A thin adapter: parse the request, call the :class:`InferenceService`, encode the
-answer, map errors to Triton's status codes. The codec modules (``infer_decode`` with
-``infer_parameters``, ``infer_inputs`` and ``raw_request``; ``infer_encode``,
+A thin adapter: parse the request, call the service (``tritium.service.api.ServiceApi``),
+encode the answer, map errors to Triton's status codes. The codec modules (``infer_decode``
+with ``infer_parameters``, ``infer_inputs`` and ``raw_request``; ``infer_encode``,
 ``json_tensors``) are sans-IO and testable byte for byte. A connection is
 ``protocol.HttpProtocol``, built on ``request_reading``, ``request_handling`` and
 ``response_writing``.
@@ -20,7 +20,6 @@ from tritium.frontends.http.server import (
     serve_routes,
     start_http_server,
 )
-from tritium.frontends.http.service_api import InferenceService
 from tritium.frontends.http.status import HTTP_STATUS, status_for
 
 __all__ = [
@@ -29,7 +28,6 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "HttpServer",
-    "InferenceService",
     "Match",
     "OutputPref",
     "OutputPrefs",

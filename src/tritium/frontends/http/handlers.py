@@ -50,9 +50,9 @@ from tritium.frontends.http.output_prefs import OutputPrefs
 from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.router import Params, Router
-from tritium.frontends.http.service_api import InferenceService, ReadinessReasons
 from tritium.frontends.http.shared_memory_routes import SharedMemoryRoutes
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
+from tritium.service.api import ServiceApi
 
 #: Triton's text for ``/infer`` on a decoupled model (501); ``generate_stream`` serves them.
 DECOUPLED_REFUSED = "HTTP end point doesn't support models with decoupled transaction policy"
@@ -81,7 +81,7 @@ async def _compressed_off_loop(
 class KServeRoutes:
     """Handlers for the v2 health, metadata, config and infer endpoints."""
 
-    def __init__(self, service: InferenceService, max_input_size: int) -> None:
+    def __init__(self, service: ServiceApi, max_input_size: int) -> None:
         self._service = service
         self._max_input_size = max_input_size
 
@@ -98,8 +98,7 @@ class KServeRoutes:
             add("GET", base + "/stats", self.model_statistics)
         add("GET", "/v2/models/stats", self.model_statistics)
         SharedMemoryRoutes(self._service).register(router)
-        if hasattr(self._service, "log_settings"):
-            ObservabilityRoutes(self._service).register(router)
+        ObservabilityRoutes(self._service).register(router)
         RepositoryRoutes(self._service).register(router)
         GenerateRoutes(self._service).register(router)
 
@@ -122,9 +121,8 @@ class KServeRoutes:
         try:
             if service.ready():
                 return EMPTY_OK
-            if isinstance(service, ReadinessReasons):
-                # Triton's status with an empty body; tritium says which model and why.
-                return error_response(400, service.not_ready_reason())
+            # Triton's status with an empty body; tritium says which model and why.
+            return error_response(400, service.not_ready_reason())
         except TritiumError:
             pass
         return _NOT_READY_EMPTY

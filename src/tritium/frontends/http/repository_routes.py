@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import orjson
 
@@ -25,25 +25,14 @@ from tritium.frontends.http.messages import (
     json_response,
 )
 from tritium.frontends.http.router import Params, Router
+from tritium.service.api import ServiceApi
 
-_NO_REPOSITORY = "the model repository extension is not available on this server"
 _NAMED_REPOSITORY = "'repository_name' specification is not supported"
 
 
-@runtime_checkable
-class RepositoryService(Protocol):
-    """Optional extra: Triton's model repository extension."""
-
-    async def repository_index(self, ready_only: bool = False) -> list[dict[str, Any]]: ...
-
-    async def load_model(self, name: str, parameters: dict[str, Any] | None = None) -> None: ...
-
-    async def unload_model(self, name: str, unload_dependents: bool = False) -> None: ...
-
-
 class RepositoryRoutes:
-    def __init__(self, service: object) -> None:
-        self._service = service if isinstance(service, RepositoryService) else None
+    def __init__(self, service: ServiceApi) -> None:
+        self._service = service
 
     def register(self, router: Router) -> None:
         add = router.add
@@ -54,9 +43,7 @@ class RepositoryRoutes:
         add("POST", "/v2/repository/{repository}/models/{model}/load", self.load)
         add("POST", "/v2/repository/{repository}/models/{model}/unload", self.unload)
 
-    def _repository(self, params: Params) -> RepositoryService:
-        if self._service is None:
-            raise Unsupported(_NO_REPOSITORY)
+    def _repository(self, params: Params) -> ServiceApi:
         if params.get("repository"):
             raise Unsupported(_NAMED_REPOSITORY)
         return self._service

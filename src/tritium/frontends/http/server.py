@@ -1,7 +1,7 @@
 """Starting and stopping the HTTP/REST endpoint.
 
 ``start_http_server`` listens on a given socket or on host/port and serves the KServe
-v2 routes of an :class:`InferenceService`; more routes can be added through
+v2 routes of a :class:`~tritium.service.api.ServiceApi`; more routes can be added through
 ``HttpServer.router`` at any time. ``shutdown`` stops accepting, lets received
 requests finish (up to a timeout), then closes every connection.
 """
@@ -15,10 +15,10 @@ import socket
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import DEFAULT_MAX_PIPELINE, HttpProtocol
 from tritium.frontends.http.router import Router
-from tritium.frontends.http.service_api import InferenceService
 from tritium.frontends.http.timeouts import HttpTimeouts
 from tritium.frontends.restricted import RestrictedApis
 from tritium.frontends.sweep import ConnectionSweep, sweep_period
+from tritium.service.api import ServiceApi
 
 logger = logging.getLogger("tritium.frontends.http")
 
@@ -88,7 +88,7 @@ class HttpServer:
 
 
 async def start_http_server(
-    service: InferenceService,
+    service: ServiceApi,
     *,
     sock: socket.socket | None = None,
     host: str = "0.0.0.0",

@@ -7,7 +7,7 @@ from functools import partial
 
 import orjson
 
-from tritium.core.errors import InvalidArgument, TritiumError, Unsupported
+from tritium.core.errors import InvalidArgument, TritiumError
 from tritium.frontends.http.messages import (
     EMPTY_OK,
     HttpRequest,
@@ -17,10 +17,9 @@ from tritium.frontends.http.messages import (
     json_response,
 )
 from tritium.frontends.http.router import Params, Router
-from tritium.frontends.http.service_api import SharedMemoryService
+from tritium.service.api import ServiceApi
 
 _UINT64_MAX = 2**64 - 1
-_NO_SHM = "the shared-memory extension is not available on this server"
 
 
 def _register_body(body: bytes, fields: tuple[str, ...]) -> dict:
@@ -51,8 +50,8 @@ class SharedMemoryRoutes:
     """``/v2/systemsharedmemory/...`` and ``/v2/cudasharedmemory/...``, as Triton serves
     them: status answers a JSON list, register and unregister an empty 200."""
 
-    def __init__(self, service: object) -> None:
-        self._service = service if isinstance(service, SharedMemoryService) else None
+    def __init__(self, service: ServiceApi) -> None:
+        self._service = service
 
     def register(self, router: Router) -> None:
         add = router.add
@@ -65,9 +64,7 @@ class SharedMemoryRoutes:
             add("POST", base + "/unregister", partial(self.unregister, cuda))
             add("POST", base + "/region/{region}/unregister", partial(self.unregister, cuda))
 
-    def _shm(self) -> SharedMemoryService:
-        if self._service is None:
-            raise Unsupported(_NO_SHM)
+    def _shm(self) -> ServiceApi:
         return self._service
 
     def status(self, cuda: bool, request: HttpRequest, params: Params) -> HttpResponse:

@@ -8,8 +8,6 @@ types and labels are Triton's, in Triton's order.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from tritium.core.custom_metrics import CustomMetrics
 from tritium.core.latency_histogram import FIRST_RESPONSE_FAMILY
 from tritium.core.latency_summary import LatencySummary, SummarizedStatistics
@@ -18,7 +16,7 @@ from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import Family, Labels
 from tritium.frontends.metrics.gpu import GpuSample
 from tritium.frontends.metrics.system import SystemSample
-from tritium.service.models import LoadedVersion, ModelManager
+from tritium.service.model.interface import ServedVersion
 
 _COUNTERS = (
     ("nv_inference_request_success", "Number of successful inference requests, all batch sizes"),
@@ -116,17 +114,7 @@ CPU_MEMORY_TOTAL = ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in byt
 CPU_MEMORY_USED = ("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes")
 
 
-def loaded_versions(models: ModelManager) -> Iterator[LoadedVersion]:
-    """Every loaded version, by model name then version number."""
-    for name in sorted(models.models):
-        entry = models.models[name]
-        for number in sorted(entry.versions):
-            loaded = entry.versions[number].loaded
-            if loaded is not None:
-                yield loaded
-
-
-def model_families(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+def model_families(versions: list[ServedVersion], config: MetricsConfig) -> list[Family]:
     success, failure, count, execs = (Family(n, h, "counter") for n, h in _COUNTERS)
     durations = [Family(n, h, "counter") for n, h, _ in _DURATIONS] if config.counter_latencies else []
     pending = Family(*PENDING, "gauge")
@@ -144,7 +132,7 @@ def model_families(versions: list[LoadedVersion], config: MetricsConfig) -> list
     return [success, failure, count, execs, *durations, pending]
 
 
-def summary_families(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+def summary_families(versions: list[ServedVersion], config: MetricsConfig) -> list[Family]:
     if not config.summary_latencies:
         return []
     quantiles = [q for q, _ in config.summary_quantiles]
@@ -169,7 +157,7 @@ def _quantile_label(q: float) -> str:
     return repr(q) if not q.is_integer() else str(int(q))
 
 
-def first_response_family(versions: list[LoadedVersion], config: MetricsConfig) -> list[Family]:
+def first_response_family(versions: list[ServedVersion], config: MetricsConfig) -> list[Family]:
     """Triton's first-response histogram; only decoupled models have one."""
     if not config.histogram_latencies:
         return []

@@ -28,7 +28,6 @@ from tritium.frontends.metrics.collect import (
     custom_families,
     first_response_family,
     gpu_families,
-    loaded_versions,
     model_families,
     summary_families,
 )
@@ -36,7 +35,7 @@ from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import CONTENT_TYPE, render
 from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 log = logging.getLogger("tritium.metrics")
 
@@ -64,7 +63,7 @@ class MetricsPage:
 
     def __init__(
         self,
-        service: Service,
+        service: ServiceApi,
         options: MetricsOptions,
         custom: CustomMetrics = default_registry,
         sampler: SystemSampler | None = None,
@@ -78,7 +77,7 @@ class MetricsPage:
 
     def render(self) -> bytes:
         config = self._options.config
-        versions = list(loaded_versions(self._service.models))
+        versions = list(self._service.table.loaded())
         families = model_families(versions, config)
         families += custom_families(self._custom)
         families += gpu_families(self.gpu.latest)  # empty unless GPUs were found
@@ -156,7 +155,7 @@ class MetricsServer:
                 await asyncio.wait_for(self._http.wait_closed(), 2.0)
 
 
-async def start_metrics_server(service: Service, options: MetricsOptions) -> MetricsServer:
+async def start_metrics_server(service: ServiceApi, options: MetricsOptions) -> MetricsServer:
     server = MetricsServer(MetricsPage(service, options), options)
     await server.start()
     return server

@@ -22,7 +22,7 @@ from tritium.frontends.grpc.native.call_opening import open_call, restricted_pat
 from tritium.frontends.grpc.native.connection import H2Connection, Stream, StreamReceiver
 from tritium.frontends.grpc.options import GrpcOptions, TlsFiles
 from tritium.frontends.sweep import ConnectionSweep, sweep_period
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 logger = logging.getLogger("tritium.frontends.grpc")
 
@@ -37,7 +37,7 @@ MAX_HEADER_BLOCK = 80 * 1024
 class _Shared:
     """What every connection of one server reads."""
 
-    def __init__(self, service: Service, options: GrpcOptions) -> None:
+    def __init__(self, service: ServiceApi, options: GrpcOptions) -> None:
         self.service = service
         self.options = options
         self.loop = asyncio.get_running_loop()
@@ -266,7 +266,7 @@ class NativeGrpcServer:
             pass
 
 
-async def start_native_grpc_server(service: Service, options: GrpcOptions) -> NativeGrpcServer:
+async def start_native_grpc_server(service: ServiceApi, options: GrpcOptions) -> NativeGrpcServer:
     """Serve Triton's ``GRPCInferenceService`` (and ``grpc.health.v1``) on the event loop."""
     shared = _Shared(service, options)
     context = tls_context(options.tls) if options.tls is not None else None

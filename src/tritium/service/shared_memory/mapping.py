@@ -71,10 +71,6 @@ class Mapping:
             os.close(fd)
             self._fd = -1
 
-    @property
-    def holds_descriptor(self) -> bool:
-        return self._fd >= 0
-
     def object_size(self) -> int:
         """The mapped object's size now (it may have been truncated since)."""
         if self._size_path is not None:

@@ -13,7 +13,7 @@ import logging
 
 from tritium import repository as repo
 from tritium.core.errors import TritiumError
-from tritium.service.models import ModelManager
+from tritium.service.lifecycle.manager import ModelManager
 
 log = logging.getLogger("tritium.models")
 

@@ -21,7 +21,7 @@ from tritium.repository.overrides import (
     override_file_path,
     validate_model_name,
 )
-from tritium.service.models import ModelManager
+from tritium.service.lifecycle.manager import ModelManager
 
 CONTROL_MODES = ("none", "poll", "explicit")
 #: What server metadata lists once the repository extension is served.
@@ -30,13 +30,18 @@ NOT_EXPLICIT = "explicit model load / unload is not allowed if polling is enable
 
 
 class RepositoryControl:
-    """The repository API over a model manager in control mode ``mode``."""
+    """The repository API over a model manager in control mode ``mode``; it also serves
+    ``model_code``'s loads and unloads (see :class:`ModelCodeControl`)."""
 
-    def __init__(self, models: ModelManager, mode: str = "none") -> None:
+    def __init__(
+        self, models: ModelManager, mode: str = "none", model_code: ModelCodeControl | None = None
+    ) -> None:
         if mode not in CONTROL_MODES:
             raise ValueError(f"unknown model control mode {mode!r}")
         self.models = models
         self.mode = mode
+        if model_code is not None:
+            model_code._serve(self)
 
     async def index(self, ready_only: bool = False) -> list[dict[str, Any]]:
         """Every model folder, loaded or not, with its versions' states and reasons."""
@@ -66,16 +71,37 @@ class RepositoryControl:
 
 class ModelCodeControl:
     """``pb_utils.load_model`` / ``unload_model`` from model code: the repository API's
-    load and unload, with the same rules (explicit mode only) and errors."""
+    load and unload, with the same rules (explicit mode only) and errors.
 
-    def __init__(self, repository: RepositoryControl) -> None:
+    This small object breaks the one construction-order cycle of the wiring: the BLS
+    endpoint needs it, the version builder (hence the model manager) needs the BLS
+    endpoint for the workers it starts, and the repository API needs the manager. So it is
+    created first, empty, given to the endpoint, and the :class:`RepositoryControl` built
+    last names itself its target in its own constructor. No model code can call it before
+    that: no worker exists until the manager loads a model, after the wiring is done.
+    """
+
+    __slots__ = ("_repository",)
+
+    def __init__(self) -> None:
+        self._repository: RepositoryControl | None = None
+
+    def _serve(self, repository: RepositoryControl) -> None:
+        if self._repository is not None:
+            raise RuntimeError("model code's model control already has its repository API")
         self._repository = repository
 
+    def _target(self) -> RepositoryControl:
+        repository = self._repository
+        if repository is None:  # only a wiring mistake gets here
+            raise Unavailable("model control is not available on this server")
+        return repository
+
     async def load(self, name: str, config: str) -> None:
-        await self._repository.load(name, {"config": config} if config else None)
+        await self._target().load(name, {"config": config} if config else None)
 
     async def unload(self, name: str, unload_dependents: bool) -> None:
-        await self._repository.unload(name, unload_dependents)
+        await self._target().unload(name, unload_dependents)
 
 
 def parse_load_parameters(parameters: dict[str, Any]) -> LoadOverride | None:

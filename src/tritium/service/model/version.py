@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tritium.core.errors import Unavailable
@@ -25,9 +25,9 @@ from tritium.scheduling import (
     SequenceBatcher,
     SequenceConfig,
 )
-from tritium.service.classification import Labels, OutputClassifier
-from tritium.service.model_io import ModelSignature, signature_from_config
-from tritium.service.output_reshape import OutputReshaper, output_reshaper
+from tritium.service.model.classification import Labels, OutputClassifier
+from tritium.service.model.reshape import OutputReshaper, output_reshaper
+from tritium.service.model.signature import ModelSignature, signature_from_config
 from tritium.workers import InstanceSpec, ModelInstance
 
 log = logging.getLogger("tritium.models")
@@ -48,7 +48,7 @@ class LoadedVersion:
         stats: ModelStatistics,
         folder: PrivateFolder | None = None,
         initial_states: dict[str, Any] | None = None,
-        labels: dict[str, Labels] | None = None,
+        labels: Mapping[str, Labels] | None = None,
     ) -> None:
         self.name = name
         self.stats = stats
@@ -115,6 +115,13 @@ class LoadedVersion:
             if self._folder is not None:
                 self._folder.release()
                 self._folder = None
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Send a one-way control message to every running worker of this version."""
+        for instance in self.instances:
+            process = instance.process
+            if process is not None:
+                process.post(message)
 
     def kill(self) -> None:
         for instance in self.instances:

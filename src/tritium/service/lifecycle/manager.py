@@ -1,7 +1,7 @@
 """The models of the repository: load, reload and unload them while requests flow.
 
 Each model is an entry whose ``versions`` map (version -> status, with the serving
-``LoadedVersion``) is what requests read. A load builds every selected version beside
+``ServedVersion``) is what requests read. A load builds every selected version beside
 whatever serves now (config read, auto-completed in a worker, validated, every instance
 started and warmed up) and then replaces the map in one assignment: on the event loop no
 request sees half of a change. Versions that were replaced or unloaded are retired: what
@@ -13,23 +13,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Collection, Coroutine
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from tritium import repository as repo
-from tritium.core import Completion, InferRequest
-from tritium.core.errors import InternalError, InvalidArgument, NotFound, TritiumError, Unavailable
+from tritium.core.errors import InternalError, InvalidArgument, TritiumError
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
-from tritium.service import ensembles
-from tritium.service.dependencies import model_dependencies
-from tritium.service.generation import LoadedVersion, make_scheduler
-from tritium.service.model_entry import (
-    READY,
+from tritium.service.lifecycle.builder import (
+    Built,
+    LoadOptions,
+    VersionBuilder,
+    VersionsBuilder,
+    read_config,
+)
+from tritium.service.lifecycle.dependencies import is_ensemble, model_dependencies
+from tritium.service.lifecycle.folders import find, folder_names, scan
+from tritium.service.lifecycle.swap import keep_serving, swap_versions
+from tritium.service.model.entry import (
     UNAVAILABLE,
     UNLOADED,
     UNLOADING,
@@ -38,9 +41,9 @@ from tritium.service.model_entry import (
     index_lines,
     table_rows,
 )
-from tritium.service.version_builder import Built, LoadOptions, VersionBuilder, read_config
+from tritium.service.model.interface import ServedVersion
+from tritium.service.model.table import ModelTable
 from tritium.workers import ModelInstance
-from tritium.workers.calls import CallHandler
 
 log = logging.getLogger("tritium.models")
 
@@ -49,127 +52,34 @@ STOP_TIMEOUT_S = 30.0
 # deadline has already passed.
 _LOCK_GRACE_S = 0.05
 
-_MAX_VERSION = 2**63 - 1  # Triton's versions are int64
-# What C++'s std::stol reads, as Triton parses a requested version: leading white space,
-# a sign, decimal digits; anything after them is ignored ("1x" is version 1).
-_STOL = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
-
-
-def version_number(text: str) -> int:
-    """The version a request names (non-empty ``text``), read as Triton reads it."""
-    match = _STOL.match(text)
-    number = int(match.group(1)) if match is not None else None
-    if number is None or not -_MAX_VERSION - 1 <= number <= _MAX_VERSION:
-        raise InvalidArgument(
-            f"failed to get model version from specified version string '{text}' "
-            "(details: stol), version should be an integral value > 0"
-        )
-    if number < 0:
-        raise InvalidArgument(
-            f"invalid model version specified '{text}' , version should be an integral value > 0"
-        )
-    return number
-
-__all__ = [
-    "LoadOptions",
-    "LoadedVersion",
-    "ModelEntry",
-    "ModelManager",
-    "VersionStatus",
-    "make_scheduler",
-]
-
 T = TypeVar("T")
 
 
 class ModelManager:
-    def __init__(self, roots: list[Path], options: LoadOptions) -> None:
+    """Loads, reloads and unloads the models of ``roots`` into ``table``.
+
+    Given its builders: ``versions`` builds a model's versions in worker processes,
+    ``ensembles`` an ensemble's (chosen by the model's config)."""
+
+    def __init__(
+        self,
+        roots: list[Path],
+        options: LoadOptions,
+        table: ModelTable,
+        versions: VersionBuilder,
+        ensembles: VersionsBuilder,
+    ) -> None:
         self.roots = roots
         self.options = options
-        self.models: dict[str, ModelEntry] = {}
-        self._builder = VersionBuilder(options)
-        # The service's submit, set when the service is built: ensembles submit their steps
-        # (and model code its BLS requests) through it.
-        self.submit_step: Callable[[InferRequest], Completion] | None = None
+        self.table = table
+        self.models = table.models
+        self._builder = versions
+        self._ensembles = ensembles
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- queries ------------------------------------------------------------------------
 
-    def get(self, name: str, version: str = "") -> LoadedVersion:
-        entry = self.models.get(name)
-        if entry is None:
-            raise NotFound(f"Request for unknown model: '{name}' is not found")
-        if version:
-            number = int(version) if version.isdigit() and version.isascii() else None
-            if number is None or number > _MAX_VERSION:
-                number = version_number(version)
-            status = entry.versions.get(number)
-            if status is None:
-                raise NotFound(
-                    f"Request for unknown model: '{name}' version {number} is not found"
-                )
-            if status.loaded is None:
-                raise Unavailable(
-                    f"Request for unknown model: '{name}' version {number} is not at ready state"
-                )
-            return status.loaded
-        loaded = entry.default_version()
-        if loaded is None:
-            raise NotFound(f"Request for unknown model: '{name}' has no available versions")
-        return loaded
-
-    def all_ready(self) -> bool:
-        """Every model meant to be loaded serves every version it selected."""
-        for entry in self.models.values():
-            if not entry.wanted:
-                continue
-            if entry.state != READY or not entry.versions:
-                return False
-            for status in entry.versions.values():
-                if status.state == UNAVAILABLE and status.reason == UNLOADED:
-                    continue
-                if status.loaded is None or not status.loaded.ready:
-                    return False
-        return True
-
-    def not_ready_reasons(self) -> list[str]:
-        """Why each model that keeps :meth:`all_ready` false is not ready, one line each."""
-        reasons: list[str] = []
-        for name in sorted(self.models):
-            entry = self.models[name]
-            if not entry.wanted:
-                continue
-            found = len(reasons)
-            for number in sorted(entry.versions):
-                status = entry.versions[number]
-                if status.state == UNAVAILABLE and status.reason == UNLOADED:
-                    continue
-                loaded = status.loaded
-                if loaded is None:
-                    why = status.reason or entry.reason
-                    reasons.append(
-                        f"model '{name}' version {number} is {status.state}"
-                        + (f": {why}" if why else "")
-                    )
-                    continue
-                for instance in loaded.instances:
-                    if not instance.running:
-                        reasons.append(
-                            f"model '{name}' version {number} is not ready: instance "
-                            f"'{instance.name}' is restarting"
-                        )
-                    elif not instance.ready:
-                        reasons.append(
-                            f"model '{name}' version {number} is not ready: instance "
-                            f"'{instance.name}' answered False to is_ready()"
-                        )
-            if len(reasons) == found and (entry.state != READY or not entry.versions):
-                reasons.append(
-                    f"model '{name}' is {entry.state}" + (f": {entry.reason}" if entry.reason else "")
-                )
-        return reasons
-
-    def table(self) -> list[tuple[str, str, str]]:
+    def table_rows(self) -> list[tuple[str, str, str]]:
         """Rows of the start-up model table: (model, version, status)."""
         return table_rows(self.models)
 
@@ -181,26 +91,14 @@ class ModelManager:
 
     async def folder_names(self) -> list[str]:
         """The model folders of the repositories, duplicates included."""
-
-        def scan() -> list[str]:
-            names: set[str] = set()
-            for root in self.roots:
-                try:
-                    for item in os.scandir(root):
-                        if not item.name.startswith(".") and item.is_dir():
-                            names.add(item.name)
-                except OSError:
-                    continue
-            return sorted(names)
-
-        return await asyncio.get_running_loop().run_in_executor(None, scan)
+        return await folder_names(self.roots)
 
     # -- loading ------------------------------------------------------------------------
 
     async def load_all(self, only: Collection[str] | None = None) -> None:
         """Load every model of the repositories (or just ``only``, for explicit control)."""
         try:
-            sources = await self._scan()
+            sources = await scan(self.roots)
         except repo.DuplicateModelError as exc:
             sources = exc.models
             for name in exc.duplicates:
@@ -250,47 +148,11 @@ class ModelManager:
         self._background.add(task)
         task.add_done_callback(_forget(self._background))
 
-    @property
-    def call_handler(self) -> CallHandler | None:
-        """What answers model code's requests (BLS), given to every worker started."""
-        return self._builder.call_handler
-
-    @call_handler.setter
-    def call_handler(self, handler: CallHandler | None) -> None:
-        self._builder.call_handler = handler
-
-    @property
-    def lone_request(self) -> Callable[[], bool] | None:
-        """Whether one client's request is all the server has in flight; workers started
-        afterwards poll for their next batch after a batch sent while it is."""
-        return self._builder.lone_request
-
-    @lone_request.setter
-    def lone_request(self, check: Callable[[], bool] | None) -> None:
-        self._builder.lone_request = check
-
     def _entry(self, name: str) -> ModelEntry:
         entry = self.models.get(name)
         if entry is None:
             entry = self.models[name] = ModelEntry(name)
         return entry
-
-    async def _scan(self) -> dict[str, repo.ModelSource]:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, repo.scan_repositories, self.roots)
-
-    async def _find(self, name: str) -> repo.ModelSource:
-        """The folder of ``name`` in the repositories (one of them)."""
-
-        def find() -> list[Path]:
-            return [root / name for root in self.roots if (root / name).is_dir()]
-
-        found = await asyncio.get_running_loop().run_in_executor(None, find)
-        if not found:
-            raise InternalError(f"failed to load '{name}', failed to poll from model repository")
-        if len({p.resolve() for p in found}) > 1:
-            raise InvalidArgument(f"failed to load '{name}': {repo.DUPLICATE_REASON}")
-        return repo.ModelSource(name, found[0], found[0].parent)
 
     async def _load_named(
         self, name: str, override: LoadOverride | None, chain: tuple[str, ...], *, retry: bool
@@ -300,7 +162,7 @@ class ModelManager:
                 f"circular dependency between models: {' -> '.join((*chain, name))}"
             )
         with_files = override is not None and bool(override.files)
-        source = None if with_files else await self._find(name)
+        source = None if with_files else await find(self.roots, name)
         entry = self._entry(name)
         async with entry.lock:
             entry.wanted = True
@@ -384,9 +246,8 @@ class ModelManager:
             entry.loading = versions
 
         try:
-            if ensembles.is_ensemble(pb):
-                return await ensembles.build_ensemble(self, entry.name, model_dir, pb, selected)
-            return await self._builder.build(entry.name, model_dir, pb, folder, selected)
+            builder = self._ensembles if is_ensemble(pb) else self._builder
+            return await builder.build(entry.name, model_dir, pb, folder, selected)
         finally:
             entry.loading = ()
 
@@ -398,20 +259,8 @@ class ModelManager:
         stamp: Fingerprint | None,
         overridden: bool,
     ) -> None:
-        """A load that failed before any version was built: what served keeps serving."""
         log.error("failed to load model '%s': %s", entry.name, reason)
-        entry.attempted, entry.load_error = stamp, reason
-        if entry.has_loaded():
-            entry.versions = {
-                v: VersionStatus(v, s.state, _kept_reason(reason), s.loaded)
-                if s.loaded is not None
-                else s
-                for v, s in entry.versions.items()
-            }
-            return
-        entry.versions = {}
-        entry.state, entry.reason = UNAVAILABLE, reason
-        entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
+        keep_serving(entry, reason, model_dir, stamp, overridden)
 
     def _swap(
         self,
@@ -421,45 +270,19 @@ class ModelManager:
         stamp: Fingerprint | None,
         overridden: bool,
     ) -> None:
-        """Put the built versions in service in one assignment; retire what they replace."""
-        old = entry.versions
-        new: dict[int, VersionStatus] = {}
-        for number, loaded in built.loaded.items():
-            new[number] = VersionStatus(number, READY, "", loaded)
-        for number, reason in built.failed.items():
-            previous = old.get(number)
-            if previous is not None and previous.loaded is not None:
-                new[number] = VersionStatus(number, READY, _kept_reason(reason), previous.loaded)
-            else:
-                new[number] = VersionStatus(number, UNAVAILABLE, reason)
-        kept = {id(s.loaded) for s in new.values() if s.loaded is not None}
-        retired: list[LoadedVersion] = []
-        for number, status in old.items():
-            if status.loaded is not None and id(status.loaded) not in kept:
-                retired.append(status.loaded)
-            if number not in new:
-                was_loaded = status.loaded is not None or status.reason == UNLOADED
-                new[number] = VersionStatus(
-                    number, UNAVAILABLE, UNLOADED if was_loaded else status.reason
-                )
-        entry.versions = new  # the swap
-        entry.config = built.config
-        entry.state = READY if built.loaded else UNAVAILABLE
-        entry.reason = "" if built.loaded else "no version could be loaded"
-        entry.model_dir, entry.stamp, entry.overridden = model_dir, stamp, overridden
-        entry.attempted = stamp
-        entry.load_error = "; ".join(built.failed.values())
+        """Put the built versions in service; watch them; retire what they replace."""
+        retired = swap_versions(entry, built, model_dir, stamp, overridden)
         for loaded in built.loaded.values():
             loaded.watch(partial(self._instance_gave_up, entry, loaded))
         for loaded in retired:
             self._retire_later(loaded, "was replaced by a newer load")
 
-    def _retire_later(self, loaded: LoadedVersion, reason: str) -> None:
+    def _retire_later(self, loaded: ServedVersion, reason: str) -> None:
         task = asyncio.ensure_future(loaded.retire(self.options.drain_timeout_s, reason))
         self._track(task)
 
     def _instance_gave_up(
-        self, entry: ModelEntry, loaded: LoadedVersion, instance: ModelInstance, reason: str
+        self, entry: ModelEntry, loaded: ServedVersion, instance: ModelInstance, reason: str
     ) -> None:
         """Supervision: a version whose instance stopped restarting is taken out of service
         and its queued requests fail at once, naming the model."""
@@ -535,19 +358,13 @@ class ModelManager:
             await asyncio.wait(pending, timeout=timeout)
 
     def kill_all(self) -> None:
-        for entry in self.models.values():
-            for status in entry.versions.values():
-                if status.loaded is not None:
-                    status.loaded.kill()
+        for loaded in list(self.table.loaded()):
+            loaded.kill()
         self._builder.kill_all()
 
 
 def model_dependencies_of(entry: ModelEntry) -> list[str]:
     return model_dependencies(entry.config) if entry.config is not None else []
-
-
-def _kept_reason(reason: str) -> str:
-    return f"the previous load keeps serving; the new load failed: {reason}"
 
 
 def _forget(tasks: set[asyncio.Task[Any]]) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 
 from tritium import repository as repo
 from tritium.repository.fingerprint import Fingerprint
-from tritium.service.generation import LoadedVersion
+from tritium.service.model.interface import ServedVersion
 
 READY, UNAVAILABLE, LOADING, UNLOADING = "READY", "UNAVAILABLE", "LOADING", "UNLOADING"
 UNLOADED = "unloaded"
@@ -26,7 +26,7 @@ class VersionStatus:
     version: int
     state: str  # READY | UNAVAILABLE | LOADING | UNLOADING
     reason: str = ""
-    loaded: LoadedVersion | None = None
+    loaded: ServedVersion | None = None
 
 
 @dataclass(slots=True)
@@ -51,7 +51,7 @@ class ModelEntry:
     loading: tuple[int, ...] = ()
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
-    def default_version(self) -> LoadedVersion | None:
+    def default_version(self) -> ServedVersion | None:
         """The highest loaded version (asked on every request without a version)."""
         best: VersionStatus | None = None
         for status in self.versions.values():

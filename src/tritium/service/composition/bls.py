@@ -1,7 +1,7 @@
 """Requests from model code (BLS) served in the main process.
 
 A worker's call arrives as a :class:`~tritium.workers.calls.WorkerCall`; an ``infer`` call
-becomes an ordinary :class:`InferRequest` submitted through the service, so the target's
+becomes an ordinary :class:`InferRequest` submitted through the submitter, so the target's
 scheduler (batching with other callers' requests, instances, statistics) applies and an
 ensemble can be the target. Its response is written back through the call channel. Nothing
 here blocks the event loop, and no call needs a free instance of its caller.
@@ -19,15 +19,18 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from tritium.core import Completion, InferRequest, InputTensor, RequestedOutput
 from tritium.core.errors import DecoupledRefused, InternalError, TritiumError, Unavailable
-from tritium.service.bls_streams import CANCELLED_MESSAGE, TIMEOUT_MESSAGE, StreamedBlsCall
+from tritium.service.composition.bls_streams import (
+    CANCELLED_MESSAGE,
+    TIMEOUT_MESSAGE,
+    StreamedBlsCall,
+)
+from tritium.service.model.table import ModelTable
+from tritium.service.requests.submitter import Submitter
 from tritium.workers.calls import WorkerCall
-
-if TYPE_CHECKING:
-    from tritium.service.service import Service
 
 log = logging.getLogger("tritium.bls")
 
@@ -51,10 +54,16 @@ class _InFlight:
 
 
 class BlsEndpoint:
-    """The call handler every worker gets: ``infer``, ``ready``, ``load``, ``unload``."""
+    """The call handler every worker gets: ``infer``, ``ready``, ``load``, ``unload``.
 
-    def __init__(self, service: Service, control: ModelControl | None = None) -> None:
-        self.service = service
+    Requests go through ``submitter.submit_step`` (not counted as clients' requests),
+    models are looked up in ``table``, loads and unloads go to ``control``."""
+
+    def __init__(
+        self, submitter: Submitter, table: ModelTable, control: ModelControl | None = None
+    ) -> None:
+        self.submitter = submitter
+        self.table = table
         self.control = control
         self._in_flight: set[_InFlight] = set()
         self._ops = {
@@ -111,13 +120,15 @@ class BlsEndpoint:
                 ),
             )
             return
-        if m.get("decoupled") and self.service.is_decoupled(
+        if m.get("decoupled") and self.submitter.is_decoupled(
             request.model_name, request.model_version
         ):
-            StreamedBlsCall(self, entry).start(request)
+            StreamedBlsCall(self.submitter.submit_step, call, partial(self.finished, entry)).start(
+                request
+            )
             return
         try:
-            done = self.service.submit_step(request)
+            done = self.submitter.submit_step(request)
         except DecoupledRefused:
             self._in_flight.discard(entry)
             _reply_error(call, InternalError(_decoupled_refused(request.model_name)))
@@ -180,7 +191,7 @@ class BlsEndpoint:
 
     def _target_labels(self, request: InferRequest) -> list[str]:
         """The model versions whose instances serve ``request`` (an ensemble's steps)."""
-        models = self.service.models
+        models = self.table
         loaded = models.get(request.model_name, request.model_version)
         plan = getattr(loaded, "plan", None)
         if plan is None:
@@ -197,7 +208,7 @@ class BlsEndpoint:
     def _instance_count(self, label: str) -> int:
         name, _, version = label.rpartition(":")
         try:
-            return len(self.service.models.get(name, version).instances)
+            return len(self.table.get(name, version).instances)
         except TritiumError:
             return 0
 
@@ -214,7 +225,7 @@ class BlsEndpoint:
     def _ready(self, call: WorkerCall) -> None:
         m = call.message
         try:
-            ready = self.service.model_ready(str(m["model"]), str(m.get("version", "")))
+            ready = self.table.get(str(m["model"]), str(m.get("version", ""))).ready
         except TritiumError:
             ready = False
         call.reply({"value": ready})

@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.errors import InternalError, TritiumError
-from tritium.service.trace_writer import Window, compute_window
+from tritium.service.tracing.recorder import Window, compute_window
 
 if TYPE_CHECKING:
-    from tritium.service.models import LoadedVersion
-    from tritium.service.trace_writer import Recorder
+    from tritium.service.model.interface import ServedVersion
+    from tritium.service.tracing.recorder import Recorder
 
 #: ``emit(call, response, final)``: a response (None for a final mark without one).
 Emit = Callable[["DecoupledCall", "InferResponse | None", bool], None]
@@ -43,7 +43,7 @@ class DecoupledCall:
         "_window",
     )
 
-    def __init__(self, loaded: LoadedVersion, request: InferRequest, emit: Emit) -> None:
+    def __init__(self, loaded: ServedVersion, request: InferRequest, emit: Emit) -> None:
         self.request = request
         self._loaded = loaded
         self._emit = emit
@@ -77,8 +77,8 @@ class DecoupledCall:
         if self._recorder is not None:
             self._taken = True
             if not scheduled.cancelled() and scheduled.exception() is None:
-                # Measured now: the instance's next batch replaces it.
-                self._window = compute_window(self._loaded, self.request)
+                # Its batch stamped the compute times on the request as it finished.
+                self._window = compute_window(self.request)
             self._record_if_ended()
         if self.done or scheduled.cancelled():
             return

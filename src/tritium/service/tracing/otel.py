@@ -33,9 +33,9 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from tritium import __version__
 from tritium.core import InferRequest
 from tritium.core.clock import now_ns
-from tritium.service.models import LoadedVersion
-from tritium.service.trace_otel_options import DEFAULT_SERVICE_NAME, OtelOptions
-from tritium.service.trace_writer import Recorder, Window, timestamps
+from tritium.service.model.interface import ServedVersion
+from tritium.service.tracing.otel_options import DEFAULT_SERVICE_NAME, OtelOptions
+from tritium.service.tracing.recorder import Recorder, Window, timestamps
 
 log = logging.getLogger("tritium.trace")
 
@@ -86,7 +86,7 @@ class OtelRecorder(Recorder):
         self._builder.start()
 
     def record(
-        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
+        self, loaded: ServedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         """Queue the request's timestamps for the builder."""
         trace_id = self._next_id

@@ -16,76 +16,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.core import InferRequest
-from tritium.core.clock import now_ns
-from tritium.core.completion import Completion
-from tritium.service.models import LoadedVersion
-from tritium.service.trace_settings import TraceSettings
-
-if TYPE_CHECKING:
-    from tritium.service.trace_otel import OtelRecorder
+from tritium.service.model.interface import ServedVersion
+from tritium.service.tracing.recorder import Recorder, Window, timestamps
+from tritium.service.tracing.settings import TraceSettings
 
 log = logging.getLogger("tritium.trace")
 
 MAX_KEPT = 100_000
-
-#: (input ns, output ns) the worker measured for a request's batch; None when it never ran.
-Window = tuple[int, int] | None
-
-
-def compute_window(loaded: LoadedVersion, request: InferRequest) -> Window:
-    """(input ns, output ns) measured by the worker for the batch that ran ``request``."""
-    if not request.dispatch_ns:
-        return None
-    for instance in loaded.instances:
-        # Requests of one batch share the dispatch time their instance gave them.
-        if instance.finished_dispatch_ns == request.dispatch_ns:
-            input_ns, _, output_ns = instance.finished_timing
-            return input_ns, output_ns
-    return None
-
-
-def timestamps(request: InferRequest, end_ns: int, window: Window) -> list[tuple[str, int]]:
-    stamps = [("REQUEST_START", request.arrival_ns), ("QUEUE_START", request.arrival_ns)]
-    if window is not None and request.dispatch_ns:
-        start = request.dispatch_ns
-        input_ns, output_ns = window
-        input_end = min(start + input_ns, end_ns)
-        output_start = max(end_ns - output_ns, input_end)
-        stamps += [
-            ("COMPUTE_START", start),
-            ("COMPUTE_INPUT_END", input_end),
-            ("COMPUTE_OUTPUT_START", output_start),
-            ("COMPUTE_END", end_ns),
-        ]
-    stamps.append(("REQUEST_END", end_ns))
-    return stamps
-
-
-def new_recorder(settings: TraceSettings) -> TraceRecorder | OtelRecorder:
-    """The trace file's recorder, or the OpenTelemetry exporter in that mode."""
-    if settings.opentelemetry is not None:
-        from tritium.service.trace_otel import OtelRecorder
-
-        return OtelRecorder(settings.opentelemetry)
-    return TraceRecorder(settings)
-
-
-class Recorder:
-    """What both trace modes share: a sampled request's end becomes one ``record``."""
-
-    def finish(self, loaded: LoadedVersion, request: InferRequest, done: Completion) -> None:
-        """Done-callback of a sampled request: record its trace."""
-        window = None if done.cancelled() else compute_window(loaded, request)
-        self.record(loaded, request, now_ns(), window)
-
-    def record(
-        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
-    ) -> None:
-        """Record the trace of a request that ended at ``end`` (monotonic ns)."""
-        raise NotImplementedError
 
 
 class TraceRecorder(Recorder):
@@ -99,7 +39,7 @@ class TraceRecorder(Recorder):
         self._dropped = False
 
     def record(
-        self, loaded: LoadedVersion, request: InferRequest, end: int, window: Window
+        self, loaded: ServedVersion, request: InferRequest, end: int, window: Window
     ) -> None:
         trace_id = self._next_id
         self._next_id += 1

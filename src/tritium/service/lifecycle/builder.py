@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tritium import config as cfg
 from tritium import repository as repo
@@ -24,9 +24,10 @@ from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import load_initial_states
-from tritium.service.classification import Labels, read_labels
-from tritium.service.generation import LoadedVersion, instance_specs
-from tritium.service.warmup import warm_up
+from tritium.service.lifecycle.warmup import warm_up
+from tritium.service.model.classification import Labels, read_labels
+from tritium.service.model.interface import ServedVersion
+from tritium.service.model.version import LoadedVersion, instance_specs
 from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
 from tritium.workers.calls import CallHandler
 
@@ -65,8 +66,22 @@ class Built:
     reasons of those that did not."""
 
     config: dict[str, Any]
-    loaded: dict[int, LoadedVersion] = field(default_factory=dict)
+    loaded: dict[int, ServedVersion] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
+
+
+class VersionsBuilder(Protocol):
+    """Builds the versions of one model load (the manager's builders: in workers, or an
+    ensemble's plan)."""
+
+    async def build(
+        self,
+        name: str,
+        model_dir: Path,
+        pb: Any,
+        folder: PrivateFolder | None,
+        on_selected: Callable[[tuple[int, ...]], None],
+    ) -> Built: ...
 
 
 async def read_config(name: str, model_dir: Path, options: LoadOptions) -> Any:
@@ -86,13 +101,22 @@ async def read_config(name: str, model_dir: Path, options: LoadOptions) -> Any:
 
 
 class VersionBuilder:
-    def __init__(self, options: LoadOptions) -> None:
+    """Builds versions whose instances run in worker processes.
+
+    ``calls`` answers model code's requests (BLS) in the workers this starts;
+    ``lone_request`` tells whether one client's request is all the server has in flight
+    (workers then poll after a batch, see ``LoadOptions.lone_poll_us``)."""
+
+    def __init__(
+        self,
+        options: LoadOptions,
+        calls: CallHandler | None = None,
+        lone_request: Callable[[], bool] | None = None,
+    ) -> None:
         self.options = options
         self._starting: set[WorkerProcess] = set()
-        # What answers model code's requests (BLS) in the workers this starts.
-        self.call_handler: CallHandler | None = None
-        # Whether one client's request is all the server has in flight (set by the service).
-        self.lone_request: Callable[[], bool] | None = None
+        self.call_handler = calls
+        self.lone_request = lone_request
 
     async def build(
         self,
@@ -202,7 +226,7 @@ class VersionBuilder:
         config: dict[str, Any],
         spare: list[WorkerProcess],
         folder: PrivateFolder | None,
-        labels: dict[str, Labels],
+        labels: Mapping[str, Labels],
     ) -> LoadedVersion:
         timeout = self.options.load_timeout_s
         label = f"{name}:{version}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from tritium.core.types import InferResponse
-from tritium.service.model_io import TensorSpec
+from tritium.service.model.signature import TensorSpec
 
 WILDCARD = -1
 

@@ -20,7 +20,7 @@ import numpy as np
 from tritium.core import InferRequest, InputTensor
 from tritium.core import datatypes as dt
 from tritium.core.errors import InvalidArgument, TritiumError, Unavailable
-from tritium.service.generation import LoadedVersion
+from tritium.service.model.version import LoadedVersion
 
 WARMUP_FOLDER = "warmup"
 

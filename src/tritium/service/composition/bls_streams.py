@@ -1,7 +1,7 @@
 """A BLS call to a decoupled model (``exec(decoupled=True)``), served in the main process.
 
-The request goes through ``Service.submit(request, stream=...)`` like a client's stream;
-each response the model sends becomes one answer on the caller's call channel, in order,
+The request goes through the submitter's ``submit_step(request, stream=...)`` like a
+client's stream; each response the model sends becomes one answer on the caller's call channel, in order,
 and the model's final mark ends the call with a last answer (the final response, or an
 empty one when the model sent the final flag alone, as Triton's iterator yields).
 
@@ -14,28 +14,30 @@ a caller that stops reading never makes the server hold more than that for it.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from tritium.core import InferRequest, InferResponse
 from tritium.core.errors import Cancelled, TritiumError, Unavailable
 from tritium.ipc.call_records import MAX_UNREAD, Tensor
-
-if TYPE_CHECKING:
-    from tritium.service.bls import BlsEndpoint, _InFlight
-    from tritium.service.streams import DecoupledCall
-    from tritium.workers.calls import WorkerCall
+from tritium.service.requests.streams import DecoupledCall
+from tritium.service.requests.submitter import SubmitStep
+from tritium.workers.calls import WorkerCall
 
 TIMEOUT_MESSAGE = "Request timeout expired"
 CANCELLED_MESSAGE = "BLS request was cancelled"
 
 
 class StreamedBlsCall:
-    __slots__ = ("_endpoint", "_entry", "_call", "_decoupled", "_timer")
+    """Answers ``call`` with the responses of a decoupled request sent through ``submit``;
+    ``ended()`` once the call is over (answered, failed or abandoned)."""
 
-    def __init__(self, endpoint: BlsEndpoint, entry: _InFlight) -> None:
-        self._endpoint = endpoint
-        self._entry = entry
-        self._call: WorkerCall | None = entry.call
+    __slots__ = ("_submit", "_ended", "_call", "_decoupled", "_timer")
+
+    def __init__(self, submit: SubmitStep, call: WorkerCall, ended: Callable[[], None]) -> None:
+        self._submit = submit
+        self._ended = ended
+        self._call: WorkerCall | None = call
         self._decoupled: DecoupledCall | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -45,7 +47,7 @@ class StreamedBlsCall:
         call.on_abandon = self._abandoned
         call.open_stream(self._cancelled)
         try:
-            self._decoupled = self._endpoint.service.submit_step(  # type: ignore[assignment]
+            self._decoupled = self._submit(  # type: ignore[assignment]
                 request, stream=self._emit
             )
         except TritiumError as exc:
@@ -94,7 +96,7 @@ class StreamedBlsCall:
     def _end(self) -> WorkerCall | None:
         call, self._call = self._call, None
         if call is not None:
-            self._endpoint.finished(self._entry)
+            self._ended()
             if self._timer is not None:
                 self._timer.cancel()
         return call

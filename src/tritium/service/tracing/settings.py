@@ -8,7 +8,7 @@ key; JSON null removes an override (or, globally, restores the start-up value).
 Validation texts and status codes are Triton's.
 
 ``--trace-config`` is parsed here too (``parse_trace_config``), with Triton's keys; with
-``mode=opentelemetry`` sampled requests are exported as spans (see trace_otel.py) instead
+``mode=opentelemetry`` sampled requests are exported as spans (see otel.py) instead
 of written to the trace file, under the same level, rate and count.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from tritium.core.errors import InternalError, InvalidArgument, Unsupported
-from tritium.service.trace_otel_options import OtelOptions, parse_otel_options, require_sdk
+from tritium.service.tracing.otel_options import OtelOptions, parse_otel_options, require_sdk
 
 LEVELS = ("OFF", "TIMESTAMPS")
 MODES = ("triton", "opentelemetry")

@@ -64,7 +64,6 @@ class ModelSignature:
         self.max_batch_size = max_batch_size
         self.inputs = {t.name: t for t in inputs}
         self.outputs = {t.name: t for t in outputs}
-        self.input_order = [t.name for t in inputs]
         self.required = [t.name for t in inputs if not t.optional]
         self._has_reshape = any(t.reshape is not None for t in inputs)
         # layout key -> batch size of requests already found valid

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from tritium import config as cfg
+from tritium.config.backends import ENSEMBLE_PLATFORM
+
+
+def is_ensemble(pb: cfg.ModelConfig) -> bool:
+    """Whether the model is an ensemble (built by the ensemble builder, not in workers)."""
+    return pb.platform == ENSEMBLE_PLATFORM or pb.HasField("ensemble_scheduling")
+
 
 def model_dependencies(config: Any) -> list[str]:
     """The names of the models ``config`` (a ModelConfig or its JSON dict) depends on,

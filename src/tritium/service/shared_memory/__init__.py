@@ -1,0 +1,1 @@
+"""Client system shared memory: the registry of regions and the mappings behind them."""

@@ -1,0 +1,2 @@
+"""Triton's trace extension: settings and sampling, the recorders (trace file and
+OpenTelemetry)."""
