@@ -247,6 +247,7 @@ class GrpcStreams:
         self._ended = threading.Condition(self._lock)
         self._client: grpcclient.InferenceServerClient | None = None
         self._last_final = ""
+        self._closing = False
 
     def _start(self) -> grpcclient.InferenceServerClient:
         client = grpcclient.InferenceServerClient(self.url)
@@ -254,6 +255,8 @@ class GrpcStreams:
         return client
 
     def _callback(self, result: object, error: object) -> None:
+        if error is not None and self._closing:
+            return  # our own stop_stream(cancel_requests=True): "Locally cancelled"
         if error is not None:
             # tritonclient hands an in-stream error over without its request id (as for
             # Triton): it ends the oldest request in flight, which with ``depth`` 1 is
@@ -321,8 +324,10 @@ class GrpcStreams:
     def _restart(self) -> None:
         client, self._client = self._client, None
         if client is not None:
+            self._closing = True
             client.stop_stream(cancel_requests=True)
             client.close()
+            self._closing = False
         with self._lock:
             left, self._flight = list(self._flight.values()), {}
         for request in left:
