@@ -14,7 +14,8 @@ client leaving mid-request and mid-stream, a gRPC deadline that expires.
 The run passes when every request got exactly one final answer (success or an error with
 a message) within its deadline plus 2 s, every stream ended with its final response, no
 answer carried another request's TAG, ``/v2/health/live`` never went unanswered for more
-than 100 ms, and every model answers again once the faults stop. A soak adds: each
+than 100 ms (beyond time the server's loop thread waited for a free core, which the kernel
+counts: ``chaos_health``), and every model answers again once the faults stop. A soak adds: each
 resource series flat after warm-up (``soak_samples``: the fitted slope within its bound)
 and the throughput of the last window within ``--throughput-tolerance`` of the first.
 Exit status 0 when the run passes, 1 when it does not.
@@ -103,7 +104,14 @@ def run(options: Options) -> Report:
         assert server.proc is not None and server.port is not None
         host, port = "127.0.0.1", server.port
         poller = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("chaos_health.py")), host, str(port), "5"],
+            [
+                sys.executable,
+                str(Path(__file__).with_name("chaos_health.py")),
+                host,
+                str(port),
+                "5",
+                str(server.proc.pid),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -212,9 +220,14 @@ def _judge(report: Report, samples: list[Sample], options: Options) -> None:
     failures = report.failures
     if report.violations:
         failures.append(f"{len(report.violations)} request(s) broke the rules")
-    stall = report.health.get("max_stall_ms")
+    # Judged on the stall the server caused: the raw one also holds time the machine had
+    # no core for it (see chaos_health); both are in the report.
+    stall = report.health.get("max_own_stall_ms")
     if stall is None or float(stall) > HEALTH_LIMIT_MS:  # type: ignore[arg-type]
-        failures.append(f"/v2/health/live went unanswered for {stall} ms (limit 100 ms)")
+        failures.append(
+            f"/v2/health/live went unanswered for {stall} ms beyond waits for a CPU "
+            f"(limit 100 ms; raw {report.health.get('max_stall_ms')} ms)"
+        )
     for model, status in report.recovery.items():
         if status != "ok":
             failures.append(f"{model} after the faults: {status}")
@@ -259,8 +272,9 @@ def markdown(report: Report) -> str:
     lines += [
         "",
         f"faults: {', '.join(f'{k} {v}' for k, v in sorted(report.faults.items()))}",
-        f"health: {h.get('probes')} probes, longest unanswered {h.get('max_stall_ms')} ms, "
-        f"p99 {h.get('p99_ms')} ms, over 100 ms: {h.get('over_100ms')}",
+        f"health: {h.get('probes')} probes, longest unanswered {h.get('max_stall_ms')} ms "
+        f"({h.get('max_own_stall_ms')} ms without run-queue waits), p99 {h.get('p99_ms')} ms, "
+        f"over 100 ms: {h.get('over_100ms')}",
         f"violations: {len(report.violations)}; recovery: "
         + ", ".join(f"{m} {s}" for m, s in report.recovery.items()),
         f"server log: {report.server_log}",
