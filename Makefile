@@ -26,19 +26,25 @@ serve: $(VENV)/.installed-serve
 	$(BIN)/tritium serve --model-repository=examples/model_repository \
 		--http-port=$(HTTP_PORT) --grpc-port=$(GRPC_PORT) --metrics-port=$(METRICS_PORT)
 
-test: $(VENV)/.installed-test
+# The quality gates run first; any finding fails the target before the tests start.
+test: lint
 	$(BIN)/python -m pytest -q
 
+# Lint, types (settings in pyproject.toml) and import layering (the [tool.importlinter]
+# contracts: core < config < repository, backends, ipc < scheduling, workers < service <
+# frontends < server < cli).
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy src
+	$(BIN)/lint-imports
 
-check: lint test
+check: test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
 
 # Deployment (deploy/, docs/deployment.md). Each target prints what it ran and what it
 # skipped and why; as root on Debian it installs the packages it needs (podman, runc,

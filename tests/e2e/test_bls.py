@@ -3,7 +3,7 @@
 Models in ``tests/pipeline_models``: ``bls_call`` (calls the model its "target" parameter
 names, synchronously, N calls side by side with ``async_exec``, or asks readiness),
 ``bls_self`` (calls itself) and ``bls_ping``/``bls_pong`` (call each other), all with one
-instance each but ``bls_call`` (two); and the bench model ``bls_add_sub``.
+instance each but ``bls_call`` (two); and ``bls_add_sub`` from ``bench/model_repository``.
 """
 
 from __future__ import annotations
@@ -24,18 +24,15 @@ from tritium.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "tests" / "pipeline_models"
-BENCH_MODELS = ROOT.parent / "shared" / "tools" / "bench-models" / "triton"
+BENCH_MODELS = ROOT / "bench" / "model_repository"  # the bench models, in this repository
 MODELS = ("bls_call", "bls_self", "bls_ping", "bls_pong", "ens_two_step", "ens_slow_inc")
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerProcess]:
     args = ["--model-control-mode=explicit", *(f"--load-model={m}" for m in MODELS)]
-    repos: list[Path] = [PIPELINES]
-    if BENCH_MODELS.is_dir():
-        repos.append(BENCH_MODELS)
-        args += ["--load-model=bls_add_sub", "--load-model=add_sub"]
-    with ServerProcess(repos, args, grpc=True) as proc:
+    args += ["--load-model=bls_add_sub", "--load-model=add_sub"]
+    with ServerProcess([PIPELINES, BENCH_MODELS], args, grpc=True) as proc:
         yield proc
 
 
@@ -183,7 +180,6 @@ def test_load_and_unload_model_from_model_code(server):
         _bls(server, "http", x, target="no_such_model", mode="load")
 
 
-@pytest.mark.skipif(not BENCH_MODELS.is_dir(), reason="the shared bench models are absent")
 def test_bench_bls_add_sub(server, protocol):
     module, client = _client(server, protocol)
     try:

@@ -2,7 +2,7 @@
 
 Models: ``tests/pipeline_models`` (``ens_two_step``: two batched steps; ``ens_diamond``: two
 slow branches side by side, then a join) and the bench ensembles ``add_sub_twice`` and
-``identity_chain`` from the shared bench repository.
+``identity_chain`` from ``bench/model_repository``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tritium.testing import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "tests" / "pipeline_models"
-BENCH_MODELS = ROOT.parent / "shared" / "tools" / "bench-models" / "triton"
+BENCH_MODELS = ROOT / "bench" / "model_repository"  # the bench models, in this repository
 BENCH_ENSEMBLES = ("add_sub_twice", "identity_chain")
 
 
@@ -41,11 +41,8 @@ def server() -> Iterator[ServerProcess]:
         "--load-model=ens_big_chain",
         "--load-model=bls_call",
     ]
-    repos: list[Path] = [PIPELINES]
-    if BENCH_MODELS.is_dir():
-        repos.append(BENCH_MODELS)
-        args += [f"--load-model={m}" for m in BENCH_ENSEMBLES]
-    with ServerProcess(repos, args, grpc=True) as proc:
+    args += [f"--load-model={m}" for m in BENCH_ENSEMBLES]
+    with ServerProcess([PIPELINES, BENCH_MODELS], args, grpc=True) as proc:
         yield proc
 
 
@@ -301,7 +298,6 @@ def test_config_prints_ensemble_scheduling_as_triton(server, protocol):
     assert [t["name"] for t in metadata["outputs"]] == ["Y", "MID", "BATCH"]
 
 
-@pytest.mark.skipif(not BENCH_MODELS.is_dir(), reason="the shared bench models are absent")
 def test_bench_ensembles_answer(server, protocol):
     module, client = _client(server, protocol)
     try:

@@ -228,7 +228,8 @@ def test_every_datatype_raw(client, wire):
 
 
 def test_bf16_raw(client):
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes  # tritonclient depends on it
+
     values = np.array([1.0, -2.0, 0.5, 3.0], dtype=ml_dtypes.bfloat16)
     inp = grpcclient.InferInput("IN_BF16", [4], "BF16")
     inp.set_data_from_numpy(values)

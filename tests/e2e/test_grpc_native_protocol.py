@@ -366,7 +366,7 @@ def test_goaway_on_shutdown_lets_in_flight_calls_finish():
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory):
     if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not installed")
+        pytest.skip("the openssl command is not installed (Debian/Ubuntu package: openssl)")
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(

@@ -18,7 +18,7 @@ PERF_ANALYZER = Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "perf_
 
 pytestmark = [
     pytest.mark.anchors,
-    pytest.mark.skipif(not PERF_ANALYZER.exists(), reason=f"{PERF_ANALYZER} is not installed"),
+    pytest.mark.skipif(not PERF_ANALYZER.exists(), reason=f"perf_analyzer is not installed at {PERF_ANALYZER} (../shared/tools/setup-anchors.sh installs it)"),
 ]
 
 CASES = {

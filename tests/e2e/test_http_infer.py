@@ -90,7 +90,8 @@ def test_every_datatype_round_trip(http_client, wire, binary):
 
 
 def test_bf16_binary_round_trip(http_client):
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import ml_dtypes  # tritonclient depends on it
+
     values = np.array([1.0, -2.0, 0.5, 3.0], dtype=ml_dtypes.bfloat16)
     inp = httpclient.InferInput("IN_BF16", [4], "BF16")
     inp.set_data_from_numpy(values, binary_data=True)

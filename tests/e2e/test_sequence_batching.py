@@ -26,7 +26,7 @@ from tritium.testing import ServerProcess
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
 EXAMPLES = ROOT / "examples"
-BENCH_MODELS = ROOT.parent / "shared" / "tools" / "bench-models" / "triton"
+BENCH_MODELS = ROOT / "bench" / "model_repository"  # the bench models, in this repository
 MODELS = (
     "seq_accumulate",
     "seq_direct",
@@ -337,7 +337,6 @@ def test_sequence_batching_config_json_is_tritons(seq_server):
     }
 
 
-@pytest.mark.skipif(not (BENCH_MODELS / "seq_sum").is_dir(), reason="bench models not present")
 def test_bench_model_seq_sum_over_a_grpc_stream():
     """The bench model ``seq_sum`` loads and answers 32 interleaved sequences on one stream."""
     args = ["--model-control-mode=explicit", "--load-model=seq_sum"]

@@ -198,11 +198,12 @@ def test_no_shared_memory_left_behind():
     assert [n for n in os.listdir("/dev/shm") if n.startswith(KEY_PREFIX)] == []
 
 
-PERF_ANALYZER = Path("/tmp/anchors/bin/perf_analyzer")
+# Installed by ../shared/tools/setup-anchors.sh (not a Python package).
+PERF_ANALYZER = Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "perf_analyzer"
 
 
 @pytest.mark.anchors
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason=f"perf_analyzer is not installed at {PERF_ANALYZER} (../shared/tools/setup-anchors.sh installs it)")
 def test_perf_analyzer_with_system_shared_memory_over_each_transport(server, client, tmp_path):
     import subprocess
 

@@ -31,7 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REPOS = [ROOT / "tests" / "models", ROOT / "examples" / "model_repository"]
 MODELS = ("add_sub", "identity", "string_upper", "shm_gate")
 KEY_PREFIX = f"shmtest_http_{os.getpid()}_"
-PERF_ANALYZER = Path("/tmp/anchors/bin/perf_analyzer")
+# Installed by ../shared/tools/setup-anchors.sh (not a Python package).
+PERF_ANALYZER = Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "perf_analyzer"
 
 
 def server_args(*extra: str) -> list[str]:
@@ -351,7 +352,7 @@ def test_metadata_and_cuda_routes(client):
 
 
 @pytest.mark.anchors
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason=f"perf_analyzer is not installed at {PERF_ANALYZER} (../shared/tools/setup-anchors.sh installs it)")
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_perf_analyzer_with_system_shared_memory(server, protocol, tmp_path):
     url = server.http_url if protocol == "http" else server.grpc_url

@@ -9,7 +9,7 @@ import pytest
 from tritium.core import InferRequest
 from tritium.core.errors import Unavailable
 from tritium.scheduling import DefaultScheduler
-from tritium.testing.fakes import FakeRunner
+from tritium.testing import FakeRunner
 
 
 async def _settle() -> None:
@@ -25,7 +25,7 @@ def test_requests_run_on_free_runners_then_queue_in_order():
     async def main():
         a, b = FakeRunner("a"), FakeRunner("b")
         sched = DefaultScheduler([a, b])
-        tasks = [asyncio.ensure_future(sched.infer(_req(i))) for i in range(4)]
+        tasks = [asyncio.ensure_future(sched.submit(_req(i))) for i in range(4)]
         await _settle()
         assert len(a.inflight) == 1 and len(b.inflight) == 1
         assert sched.statistics().queued == 2
@@ -47,11 +47,11 @@ def test_full_queue_rejects_with_triton_message():
     async def main():
         runner = FakeRunner("a")
         sched = DefaultScheduler([runner], max_queue=1)
-        first = asyncio.ensure_future(sched.infer(_req(0)))
-        second = asyncio.ensure_future(sched.infer(_req(1)))
+        first = asyncio.ensure_future(sched.submit(_req(0)))
+        second = asyncio.ensure_future(sched.submit(_req(1)))
         await _settle()
         with pytest.raises(Unavailable, match="Exceeds maximum queue size"):
-            await sched.infer(_req(2))
+            await sched.submit(_req(2))
         runner.finish()
         await _settle()
         runner.finish()
@@ -64,8 +64,8 @@ def test_dead_runner_fails_its_request_and_is_reused_after_restart():
     async def main():
         runner = FakeRunner("a")
         sched = DefaultScheduler([runner])
-        first = asyncio.ensure_future(sched.infer(_req(0)))
-        queued = asyncio.ensure_future(sched.infer(_req(1)))
+        first = asyncio.ensure_future(sched.submit(_req(0)))
+        queued = asyncio.ensure_future(sched.submit(_req(1)))
         await _settle()
         runner.die()
         await _settle()
@@ -84,8 +84,8 @@ def test_failed_restart_fails_queued_requests_when_no_runner_is_left():
     async def main():
         runner = FakeRunner("a")
         sched = DefaultScheduler([runner])
-        first = asyncio.ensure_future(sched.infer(_req(0)))
-        queued = asyncio.ensure_future(sched.infer(_req(1)))
+        first = asyncio.ensure_future(sched.submit(_req(0)))
+        queued = asyncio.ensure_future(sched.submit(_req(1)))
         await _settle()
         runner.die()
         await _settle()
@@ -103,9 +103,9 @@ def test_cancelled_caller_is_forwarded_and_runner_stays_consistent():
     async def main():
         runner = FakeRunner("a")
         sched = DefaultScheduler([runner])
-        first = asyncio.ensure_future(sched.infer(_req(0)))
-        queued = asyncio.ensure_future(sched.infer(_req(1)))
-        third = asyncio.ensure_future(sched.infer(_req(2)))
+        first = asyncio.ensure_future(sched.submit(_req(0)))
+        queued = asyncio.ensure_future(sched.submit(_req(1)))
+        third = asyncio.ensure_future(sched.submit(_req(2)))
         await _settle()
         first.cancel()
         queued.cancel()  # cancelled while queued: never dispatched

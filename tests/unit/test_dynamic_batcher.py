@@ -15,17 +15,9 @@ from tritium.scheduling.batch_config import BatchingConfig, QueuePolicy
 from tritium.scheduling.batch_policy import BatchPolicy
 from tritium.scheduling.deadline_timer import DeadlineTimer
 from tritium.scheduling.dynamic import DynamicBatcher
-from tritium.testing.fakes import FakeRunner
+from tritium.testing import FakeClock, FakeRunner
 
 US = 1000
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        return self.now
 
 
 class FakeTimer:
@@ -72,7 +64,7 @@ def _batcher(runners, clock=None, timer=None, **config) -> DynamicBatcher:
 
 
 def _start(sched: DynamicBatcher, *requests: InferRequest) -> list[asyncio.Future]:
-    return [asyncio.ensure_future(sched.infer(r)) for r in requests]
+    return [asyncio.ensure_future(sched.submit(r)) for r in requests]
 
 
 def test_batches_accumulate_while_the_runner_is_busy():
@@ -349,7 +341,7 @@ def test_full_queue_rejects_at_once():
         tasks = _start(sched, _req(0), _req(1))
         await _settle()
         with pytest.raises(Unavailable, match="Exceeds maximum queue size"):
-            await sched.infer(_req(2))
+            await sched.submit(_req(2))
         runner.finish()
         await _settle()
         runner.finish()

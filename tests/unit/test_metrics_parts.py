@@ -18,15 +18,7 @@ from tritium.frontends.metrics.collect import custom_families
 from tritium.frontends.metrics.exposition import format_value
 from tritium.frontends.metrics.system import SystemSampler, parse_cpu_times, parse_meminfo
 from tritium.service import ModelTable
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        return self.now
-
+from tritium.testing import FakeClock
 
 # -- exposition -------------------------------------------------------------------------
 

@@ -12,15 +12,7 @@ from tritium.core.errors import InvalidArgument, Unavailable
 from tritium.scheduling.sequence import SequenceBatcher
 from tritium.scheduling.sequence_config import SequenceConfig
 from tritium.scheduling.sequence_policy import FLAG_END, FLAG_START
-from tritium.testing.fakes import FakeRunner
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        return self.now
+from tritium.testing import FakeClock, FakeRunner
 
 
 class FakeTimer:

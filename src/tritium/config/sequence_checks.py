@@ -75,7 +75,9 @@ def _tensor_names_problem(batcher: ModelSequenceBatching, name: str) -> str | No
     return None
 
 
-def _controls_of_kind(batcher: ModelSequenceBatching, kind: int) -> list[_Control]:
+def _controls_of_kind(
+    batcher: ModelSequenceBatching, kind: int
+) -> list[ModelSequenceBatching.Control]:
     return [c for ci in batcher.control_input for c in ci.control if c.kind == kind]
 
 

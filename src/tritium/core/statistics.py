@@ -97,10 +97,6 @@ class ModelStatistics:
         batch.compute_infer.add(infer_ns)
         batch.compute_output.add(output_ns)
 
-    def batch_size_counts(self) -> dict[int, int]:
-        """Executions per batch size (rows): how requests were merged."""
-        return {size: b.compute_infer.count for size, b in sorted(self.batches.items())}
-
     def as_json(self, name: str, version: str) -> dict[str, Any]:
         zero = {"count": 0, "ns": 0}
         return {

@@ -94,8 +94,8 @@ def _stdlib_timerfd() -> tuple[Callable[[], int], Callable[[int, int], None]] | 
     def set_absolute_ns(fd: int, when_ns: int) -> None:
         os.timerfd_settime_ns(  # type: ignore[attr-defined]
             fd,
-            flags=os.TFD_TIMER_ABSTIME,
-            initial=when_ns,  # type: ignore[attr-defined]
+            flags=os.TFD_TIMER_ABSTIME,  # type: ignore[attr-defined]
+            initial=when_ns,
         )
 
     return create, set_absolute_ns

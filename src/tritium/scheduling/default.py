@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass
 from functools import partial
 
-from tritium.core import Completion, InferRequest, InferResponse
+from tritium.core import Completion, InferRequest
 from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
 from tritium.scheduling.runner import BatchOutcome, Runner
 
@@ -55,9 +55,6 @@ class DefaultScheduler:
         else:
             self._queue.append((request, waiter))
         return waiter
-
-    async def infer(self, request: InferRequest) -> InferResponse:
-        return await self.submit(request)
 
     def _dispatch(self, runner: Runner, request: InferRequest, waiter: Waiter) -> None:
         try:

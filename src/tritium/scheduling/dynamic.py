@@ -144,9 +144,6 @@ class DynamicBatcher:
         if self._idle:
             self._pump()
 
-    async def infer(self, request: InferRequest) -> InferResponse:
-        return await self.submit(request)
-
     def fail_all(self, error: TritiumError) -> None:
         """Fail every queued request (model unloading, no instance left)."""
         for entry in self._policy.drain():

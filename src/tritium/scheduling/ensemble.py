@@ -36,6 +36,8 @@ class StepRequest(InferRequest):
 
     __slots__ = ("movable_inputs",)
     ensemble_step = True
+    # An instance slot here; every other request reads the base class's () default.
+    movable_inputs: tuple[bool, ...]  # type: ignore[misc]
 
 
 def _movable(plan: EnsemblePlan) -> list[frozenset[str]]:
@@ -135,9 +137,6 @@ class EnsembleScheduler:
                 break
             self._start(run, index)
         return waiter
-
-    async def infer(self, request: InferRequest) -> InferResponse:
-        return await self.submit(request)
 
     def _start(self, run: _Run, index: int) -> None:
         step = self.plan.steps[index]

@@ -57,17 +57,6 @@ class EnsemblePlan:
     consumers: dict[str, tuple[int, ...]]
     first_steps: tuple[int, ...]
 
-    @property
-    def model_names(self) -> tuple[str, ...]:
-        """The composing models, each once, in step order."""
-        return tuple(dict.fromkeys(s.model_name for s in self.steps))
-
-
-def step_models(config: dict[str, Any]) -> list[str]:
-    """The model names an ensemble's steps refer to (empty for any other model)."""
-    scheduling = config.get("ensemble_scheduling") or {}
-    return [str(s.get("model_name", "")) for s in scheduling.get("step", ())]
-
 
 def _full_shape(tensor: dict[str, Any], max_batch_size: int) -> tuple[int, ...]:
     dims = tuple(int(d) for d in tensor.get("dims", ()))

@@ -129,9 +129,6 @@ class SequenceBatcher:
             self._pump(index)
         return waiter
 
-    async def infer(self, request: InferRequest) -> InferResponse:
-        return await self.submit(request)
-
     def statistics(self) -> SequenceBatcherStatistics:
         policy = self._policy.statistics()
         return SequenceBatcherStatistics(
@@ -162,7 +159,7 @@ class SequenceBatcher:
     def _dispatch(self, index: int, runner: Runner, batch: list[SequenceEntry]) -> None:
         tensors = self._tensors
         with_states = tensors.has_states
-        requests = []
+        requests: list[InferRequest] = []
         hidden: list[frozenset[str]] = []
         positions = None
         if self._by_slot and batch[-1].sequence.slot + 1 != len(batch):

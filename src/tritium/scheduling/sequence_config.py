@@ -8,7 +8,7 @@ already loaded (see ``sequence_state.load_initial_states``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,7 +129,7 @@ def _controls(batching: Mapping[str, Any]) -> list[ControlSpec]:
                 specs.append(ControlSpec(control_input["name"], kind, datatype))
                 continue
             for key, wire in _FALSE_TRUE:
-                values = control.get(key) or ()
+                values: Sequence[Any] = control.get(key) or ()
                 if len(values) == 2:
                     specs.append(
                         ControlSpec(control_input["name"], kind, wire, (values[0], values[1]))

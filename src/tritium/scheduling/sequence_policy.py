@@ -307,17 +307,17 @@ class SequencePolicy:
             sequence.pending.clear()
         for instance in self._instances:
             instance.ready.clear()
-            for sequence in instance.slots:
-                if sequence is not None:
-                    entries.extend(sequence.pending)
-                    sequence.pending.clear()
+            for held in instance.slots:
+                if held is not None:
+                    entries.extend(held.pending)
+                    held.pending.clear()
         self._sequences.clear()
         self._backlog.clear()
         self._activity.clear()
         for instance in self._instances:
-            for slot, sequence in enumerate(instance.slots):
-                if sequence is not None:
-                    sequence.instance = -1
+            for slot, held in enumerate(instance.slots):
+                if held is not None:
+                    held.instance = -1
                     instance.slots[slot] = None
             instance.free = list(range(len(instance.slots) - 1, -1, -1))
         self._queued = 0

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
@@ -48,6 +48,11 @@ from tritium.service.requests.spin import LoneRequestSpinner
 from tritium.service.shared_memory.registry import SharedMemoryRegistry, ShmLimits
 from tritium.service.tracing.recorders import new_recorder
 from tritium.service.tracing.settings import TraceSettings, parse_trace_config
+
+if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
+    from tritium.frontends.grpc import GrpcOptions, GrpcServer
+    from tritium.frontends.grpc.native.server import NativeGrpcServer
+    from tritium.frontends.metrics.server import MetricsServer
 
 log = logging.getLogger("tritium.server")
 
@@ -280,7 +285,7 @@ def _check_readable_files(s: Settings) -> None:
             raise OSError(f"cannot read {flag} file '{path}': {exc.strerror}") from None
 
 
-def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazily
+def _grpc_options(s: Settings) -> GrpcOptions:
     from tritium.frontends.grpc import GrpcOptions, KeepaliveOptions, TlsFiles
 
     tls = None
@@ -310,7 +315,7 @@ def _grpc_options(s: Settings):  # noqa: ANN202 - the frontend is imported lazil
     )
 
 
-async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
+async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | NativeGrpcServer:
     """Start the gRPC transport ``--grpc-implementation`` names."""
     options = _grpc_options(settings)
     if settings.grpc_implementation == "native":
@@ -322,7 +327,7 @@ async def _start_grpc(service: Service, settings: Settings):  # noqa: ANN202
     return await start_grpc_server(service, options)
 
 
-async def _start_metrics(service: Service, s: Settings, config: MetricsConfig):  # noqa: ANN202
+async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:
     from tritium.frontends.http.timeouts import HttpTimeouts
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
 

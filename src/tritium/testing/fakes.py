@@ -18,17 +18,17 @@ class FakeRunner:
     def __init__(self, name: str) -> None:
         self.name = name
         self.running = True
-        self.inflight: list[tuple[list[InferRequest], asyncio.Future]] = []
+        self.inflight: list[tuple[list[InferRequest], asyncio.Future[list[InferResponse]]]] = []
         self.batches: list[list[str]] = []
         self.cancelled: list[InferRequest] = []
         self.ready_callbacks: list[Callable[[], None]] = []
         self.failure_callbacks: list[Callable[[], None]] = []
 
-    def submit(self, batch):
+    def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
         if not self.running:
             raise Unavailable(f"instance '{self.name}' is not running")
         assert not self.inflight, "a busy runner was given a second batch"
-        fut = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[list[InferResponse]] = asyncio.get_running_loop().create_future()
         self.inflight.append((batch, fut))
         self.batches.append([r.id for r in batch])
         return fut
@@ -50,16 +50,16 @@ class FakeRunner:
         for cb in callbacks:
             cb()
 
-    def cancel(self, request):
+    def cancel(self, request: InferRequest) -> None:
         self.cancelled.append(request)
 
-    def when_ready(self, callback):
+    def when_ready(self, callback: Callable[[], None]) -> None:
         if self.running:
             callback()
         else:
             self.ready_callbacks.append(callback)
 
-    def on_restart_failure(self, callback):
+    def on_restart_failure(self, callback: Callable[[], None]) -> None:
         self.failure_callbacks.append(callback)
 
 
@@ -74,7 +74,7 @@ class FakeTransport(asyncio.Transport):
         self.reading = True
         self.pauses = 0
 
-    def write(self, data) -> None:
+    def write(self, data: bytes | bytearray | memoryview) -> None:
         assert not self.closed, "write after close"
         self.data += data
 

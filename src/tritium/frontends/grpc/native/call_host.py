@@ -9,14 +9,14 @@ from typing import Any, Protocol
 from tritium.frontends.grpc.infer_plans import RequestPlans
 from tritium.frontends.grpc.native.connection import H2Connection
 from tritium.frontends.restricted import Restriction
-from tritium.service import Service
+from tritium.service.api import ServiceApi
 
 
 class CallHost(Protocol):
     """One client connection as its calls see it (``server.GrpcProtocol`` is one)."""
 
     conn: H2Connection
-    service: Service
+    service: ServiceApi
     loop: asyncio.AbstractEventLoop
     #: Decoded ModelInfer headers, shared by all connections.
     plans: RequestPlans

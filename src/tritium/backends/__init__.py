@@ -1,0 +1,1 @@
+"""L2: code that runs inside worker processes, one folder per backend kind."""
