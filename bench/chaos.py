@@ -248,8 +248,8 @@ def _judge(report: Report, samples: list[Sample], options: Options) -> None:
     for name, info in series.items():
         if not info["flat"]:
             failures.append(
-                f"{name} grows {info['per_hour']}/h after warm-up "
-                f"(bound {info['bound_per_hour']}/h)"
+                f"{name}: the fitted line rises {info['rise']} after warm-up "
+                f"(bound {info['bound']}; {info['per_hour']}/h)"
             )
     if change < -options.throughput_tolerance:
         failures.append(
@@ -283,13 +283,13 @@ def markdown(report: Report) -> str:
     if report.soak:
         lines += [
             "",
-            "| series | after warm-up | last | fitted growth /h | bound /h | flat |",
-            "|---|---:|---:|---:|---:|---|",
+            "| series | after warm-up | last | fitted rise | bound | per hour | flat |",
+            "|---|---:|---:|---:|---:|---:|---|",
         ]
         for name, info in report.soak["series"].items():  # type: ignore[union-attr]
             lines.append(
-                f"| {name} | {info['first']:.1f} | {info['last']:.1f} | {info['per_hour']} | "
-                f"{info['bound_per_hour']} | {'yes' if info['flat'] else 'NO'} |"
+                f"| {name} | {info['first']:.1f} | {info['last']:.1f} | {info['rise']} | "
+                f"{info['bound']} | {info['per_hour']} | {'yes' if info['flat'] else 'NO'} |"
             )
         s = report.soak
         lines.append(

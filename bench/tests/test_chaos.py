@@ -86,8 +86,9 @@ def test_slope_of_a_line():
 def test_flat_series_pass_and_a_leak_is_caught():
     flat = verdict(_samples(0.0), warmup_s=60)
     assert all(info["flat"] for info in flat.values())
-    leak = verdict(_samples(0.01), warmup_s=60)  # 36 MiB/h
-    assert not leak["server_rss_mib"]["flat"] and leak["server_rss_mib"]["per_hour"] == 36.0
+    leak = verdict(_samples(0.02), warmup_s=60)  # 72 MiB/h: 10.7 MiB over the 537 s kept
+    assert not leak["server_rss_mib"]["flat"] and leak["server_rss_mib"]["per_hour"] == 72.0
+    assert leak["server_rss_mib"]["rise"] == pytest.approx(10.74)
     assert leak["fds"]["flat"]
 
 
