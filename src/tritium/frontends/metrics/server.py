@@ -29,6 +29,7 @@ from tritium.frontends.metrics.collect import (
     first_response_family,
     gpu_families,
     model_families,
+    restart_family,
     summary_families,
 )
 from tritium.frontends.metrics.config import MetricsConfig
@@ -85,6 +86,7 @@ class MetricsPage:
             families += cpu_families(self.sampler.latest)
         families += summary_families(versions, config)
         families += first_response_family(versions, config)
+        families += restart_family(versions)
         return render(families)
 
 
