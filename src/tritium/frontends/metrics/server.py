@@ -4,8 +4,8 @@ The page is built when it is asked for, from counters the request path already k
 scrape takes no lock and waits on no instance, so it answers while every instance is
 busy. CPU and memory are sampled every ``--metrics-interval-ms`` by a timer on the loop;
 GPUs (through NVML, where present) at the same interval on a worker thread.
-The HTTP side is the HTTP endpoint's own connection code (``serve_routes``) with one route:
-the same request-head limit and answer, pipelining and keep-alive, idle and slow-client
+The connections are the HTTP endpoint's own (the server passes them in as ``Serve``): the
+same request-head limit and answer, pipelining and keep-alive, idle and slow-client
 timeouts, so a client meets the same limits on both ports.
 """
 
@@ -15,14 +15,12 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tritium.core.custom_metrics import CustomMetrics
 from tritium.core.custom_metrics import registry as default_registry
-from tritium.frontends.http.messages import HttpRequest, HttpResponse
-from tritium.frontends.http.router import Router
-from tritium.frontends.http.server import HttpServer, serve_routes
-from tritium.frontends.http.timeouts import HttpTimeouts
 from tritium.frontends.metrics.collect import (
     cpu_families,
     custom_families,
@@ -33,17 +31,14 @@ from tritium.frontends.metrics.collect import (
     summary_families,
 )
 from tritium.frontends.metrics.config import MetricsConfig
-from tritium.frontends.metrics.exposition import CONTENT_TYPE, render
+from tritium.frontends.metrics.exposition import render
 from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
 from tritium.service.api import ServiceApi
 
 log = logging.getLogger("tritium.metrics")
 
-# A scrape has no body; a small one is read and ignored, a bigger one refused (400).
-MAX_BODY = 16 * 1024
 MIN_INTERVAL_MS = 10
-_CONTENT_TYPE = CONTENT_TYPE.encode("latin-1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +50,24 @@ class MetricsOptions:
     gpu_metrics: bool = True
     config: MetricsConfig = field(default_factory=MetricsConfig)
     sock: socket.socket | None = None  # a pre-bound socket (tests); host/port then unused
-    #: Idle and slow-client timeouts: the server passes the HTTP endpoint's.
-    timeouts: HttpTimeouts = field(default_factory=HttpTimeouts)
+
+
+class Listener(Protocol):
+    """A listening endpoint serving the page (the HTTP endpoint's ``HttpServer``)."""
+
+    @property
+    def port(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+
+#: Starts serving ``GET /metrics`` (the page's bytes, ``CONTENT_TYPE``) at the options'
+#: address. The composition root passes the HTTP endpoint's connection code, so both ports
+#: share one set of limits (request head size, slow and idle clients) without this
+#: frontend depending on the other.
+Serve = Callable[[Callable[[], bytes], MetricsOptions], Awaitable[Listener]]
 
 
 class MetricsPage:
@@ -91,33 +102,18 @@ class MetricsPage:
 
 
 class MetricsServer:
-    def __init__(self, page: MetricsPage, options: MetricsOptions) -> None:
+    def __init__(self, page: MetricsPage, options: MetricsOptions, serve: Serve) -> None:
         self.page = page
         self._options = options
-        self._http: HttpServer | None = None
+        self._serve = serve
+        self._listener: Listener | None = None
         self._poller: asyncio.Task[None] | None = None
         self.port = 0
 
-    @property
-    def connection_count(self) -> int:
-        return self._http.connection_count if self._http is not None else 0
-
     async def start(self) -> None:
         opts = self._options
-        router = Router()
-        router.add("GET", "/metrics", self._get)
-        router.add("HEAD", "/metrics", self._head)
-        # The HTTP endpoint's connections, with its limits: a request head over 64 KiB is
-        # answered (not dropped), a slow or idle client is timed out alike.
-        self._http = await serve_routes(
-            router,
-            sock=opts.sock,
-            host=opts.host,
-            port=opts.port,
-            max_input_size=MAX_BODY,
-            timeouts=opts.timeouts,
-        )
-        self.port = self._http.port
+        self._listener = await self._serve(self.page.render, opts)
+        self.port = self._listener.port
         loop = asyncio.get_running_loop()
         gpus = opts.gpu_metrics and await loop.run_in_executor(None, self.page.gpu.start)
         if gpus:
@@ -126,12 +122,6 @@ class MetricsServer:
             self.page.sampler.sample()
         if opts.cpu_metrics or gpus:
             self._poller = asyncio.ensure_future(self._poll(opts.cpu_metrics, gpus))
-
-    def _get(self, request: HttpRequest, params: dict[str, str]) -> HttpResponse:
-        return HttpResponse(200, self.page.render(), _CONTENT_TYPE)
-
-    def _head(self, request: HttpRequest, params: dict[str, str]) -> HttpResponse:
-        return HttpResponse(200, b"", _CONTENT_TYPE)
 
     async def _poll(self, cpu: bool, gpus: bool) -> None:
         # At least 10 ms: a zero interval must not turn the poll into a busy loop.
@@ -151,13 +141,15 @@ class MetricsServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
         await asyncio.get_running_loop().run_in_executor(None, self.page.gpu.close)
-        if self._http is not None:
-            self._http.close()
+        if self._listener is not None:
+            self._listener.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._http.wait_closed(), 2.0)
+                await asyncio.wait_for(self._listener.wait_closed(), 2.0)
 
 
-async def start_metrics_server(service: ServiceApi, options: MetricsOptions) -> MetricsServer:
-    server = MetricsServer(MetricsPage(service, options), options)
+async def start_metrics_server(
+    service: ServiceApi, options: MetricsOptions, serve: Serve
+) -> MetricsServer:
+    server = MetricsServer(MetricsPage(service, options), options, serve)
     await server.start()
     return server
