@@ -97,6 +97,7 @@ def test_throughput_at_the_start_and_at_the_end():
     assert start == pytest.approx(50.0) and end == pytest.approx(50.0)
 
 
+@pytest.mark.timeout(300)
 def test_a_short_chaos_run_answers_every_request_exactly_once():
     report = run(Options(seconds=30.0, results=None))
     text = markdown(report) + "\n".join(report.violations[:20])
@@ -108,6 +109,7 @@ def test_a_short_chaos_run_answers_every_request_exactly_once():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)
 def test_a_short_soak_keeps_resources_flat(tmp_path: Path):
     report = run(
         Options(seconds=90.0, soak=True, fault_interval=5.0, warmup_s=30.0, results=tmp_path)
