@@ -28,6 +28,7 @@ import numpy as np
 
 from tritium.core import InferRequest, InputTensor
 from tritium.ipc import Arena
+from tritium.ipc.messages import ReplyItem, Result
 from tritium.ipc.shared_arenas import SharedArena, reference
 from tritium.workers.batch_messages import read_responses, write_batch
 from tritium.workers.output_pool import OutputPool
@@ -35,12 +36,8 @@ from tritium.workers.output_pool import OutputPool
 SIZES = [4 << 10, 16 << 10, 32 << 10, 64 << 10, 128 << 10, 256 << 10, 1 << 20, 4 << 20]
 
 
-def _reply(nbytes: int) -> dict:
-    return {
-        "op": "result",
-        "responses": [{"outputs": [["Y", "FP32", [1, nbytes // 4], nbytes]]}],
-        "end": nbytes,
-    }
+def _reply(nbytes: int) -> Result:
+    return Result([ReplyItem([("Y", "FP32", [1, nbytes // 4], nbytes)])], end=nbytes)
 
 
 def _step(data: np.ndarray) -> InferRequest:

@@ -27,12 +27,13 @@ from bench.add_sub import CONFIG, LOAD_SPEC  # noqa: E402
 from tritium.backends.python.model_host import ModelHost
 from tritium.ipc.arena import Arena
 from tritium.ipc.framing import FrameDecoder, encode
+from tritium.ipc.messages import Exec, Init, Load, RequestItem, decode_to_worker
 
 
 def _host() -> ModelHost:
-    host = ModelHost(LOAD_SPEC)
+    host = ModelHost(Load(**LOAD_SPEC))
     host.load()
-    host.initialize({"config": CONFIG, "instance_name": "add_sub_0"})
+    host.initialize(Init(CONFIG, "add_sub_0"))
     return host
 
 
@@ -41,26 +42,21 @@ def _exec_message(in_arena: Arena) -> bytes:
     data = np.arange(4, dtype=np.float32).tobytes()
     in_arena.buf[64:80] = data
     in_arena.buf[128:144] = data
-    item = {
-        "id": "",
-        "corr": 0,
-        "flags": 0,
-        "params": {},
-        "outputs": None,
-        "inputs": [["INPUT0", "FP32", [4], 16], ["INPUT1", "FP32", [4], 16]],
-    }
-    return encode({"op": "exec", "requests": [item]})
+    item = RequestItem(
+        "", 0, 0, {}, None, [("INPUT0", "FP32", [4], 16), ("INPUT1", "FP32", [4], 16)]
+    )
+    return encode(Exec([item]))
 
 
 def _run(requests: int, profile: bool) -> None:
     host = _host()
     in_arena, out_arena = Arena.create(1 << 20), Arena.create(1 << 20)
     frame = _exec_message(in_arena)
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(decode_to_worker)
 
     def once() -> bytes:
         (message,) = decoder.feed(frame)
-        reply = host.execute(message["requests"], in_arena, out_arena)
+        reply = host.execute(message.requests, in_arena, out_arena)
         return encode(reply)
 
     for _ in range(2000):

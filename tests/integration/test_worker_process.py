@@ -11,6 +11,7 @@ import pytest
 from tritium.config import complete_config, config_to_json, load_config_file
 from tritium.core import InferRequest, InputTensor, RequestedOutput
 from tritium.ipc import FrameDecoder
+from tritium.ipc.messages import Exec, Init, decode_to_worker
 from tritium.workers import WorkerProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
@@ -48,9 +49,7 @@ def worker():
             },
             30,
         )
-        await process.initialize(
-            {"config": CONFIG, "instance_name": "add_sub_0", "kind": "CPU", "device_id": 0}, 30
-        )
+        await process.initialize(Init(CONFIG, "add_sub_0", "CPU", 0), 30)
         return process
 
     loop = asyncio.new_event_loop()
@@ -78,7 +77,7 @@ def test_same_layout_reuses_the_message_with_new_data(worker):
     for got0, got1, want0, want1 in loop.run_until_complete(run()):
         np.testing.assert_array_equal(got0, want0)
         np.testing.assert_array_equal(got1, want1)
-    assert len(process._layouts) == 1
+    assert len(process._writer.layouts) == 1
 
 
 def test_same_key_with_other_sizes_is_not_reused(worker):
@@ -127,27 +126,28 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
         _request(other, four, four, outputs=("OUTPUT1",)),
     ]
     frames: list[bytes] = []
-    replies: list[dict] = []
+    replies: list = []
     transport = process._transport
-    write, read = transport.write, process._read_responses
+    write, read = transport.write, process._flight._read_responses
 
     def spy_write(frame):
         frames.append(bytes(frame))
         write(frame)
 
-    def spy_read(requests, reply, block=None):
+    def spy_read(requests, reply, block, out):
         replies.append(reply)
-        return read(requests, reply, block)
+        return read(requests, reply, block, out)
 
     transport.write = spy_write
-    process._read_responses = spy_read
+    process._flight._read_responses = spy_read
     try:
         responses = loop.run_until_complete(process.submit(batch))
     finally:
         transport.write = write
-        del process._read_responses
-    (message,) = FrameDecoder().feed(frames[-1])
-    assert [type(item) is int for item in message["requests"]] == [
+        del process._flight._read_responses
+    (message,) = FrameDecoder(decode_to_worker).feed(frames[-1])
+    assert isinstance(message, Exec)
+    assert [type(item) is int for item in message.requests] == [
         False,
         True,
         False,
@@ -165,7 +165,7 @@ def test_a_batch_of_mixed_layouts_repeats_only_identical_items(worker):
         np.testing.assert_array_equal(got["OUTPUT1"], a - b)
     # Replies whose descriptors repeat the one before travel as 0 too (first two, and the
     # fourth and fifth: same names, types, shapes and sizes).
-    items = replies[-1]["responses"]
+    items = replies[-1].responses
     assert [type(item) is int for item in items] == [False, True, False, False, True, False]
 
 
@@ -197,7 +197,7 @@ def test_big_inputs_are_written_a_slice_per_loop_turn(worker):
             a = np.arange(n, dtype=np.float32) + i
             b = np.full(n, 2, np.float32)
             done = process.submit([_request(key, a, b)])
-            left = sum(len(src) for _, src in process._sliced.items)
+            left = sum(len(src) for _, src in process._writer.sliced.items)
             (response,) = await done
             out = {t.name: t.data for t in response.outputs}
             results.append((left, out["OUTPUT0"], a + b, out["OUTPUT1"], a - b))
@@ -224,7 +224,7 @@ def test_a_stop_while_big_inputs_are_written_fails_the_batch(worker):
 
     done = loop.run_until_complete(run())
     assert done.done() and done.exception() is not None
-    assert not process._sliced.items  # nothing held once no batch is in flight
+    assert not process._writer.sliced.items  # nothing held once no batch is in flight
 
 
 def test_big_answers_are_copied_out_a_slice_per_loop_turn(worker, monkeypatch):
@@ -235,13 +235,13 @@ def test_big_answers_are_copied_out_a_slice_per_loop_turn(worker, monkeypatch):
     a = np.arange(n, dtype=np.float32)
     b = np.full(n, 2, np.float32)
     slices = []
-    read = process._read_slices
+    read = process._flight._read_slices
 
-    def spy(message, block, done):
+    def spy(message, block, done, out):
         slices.append((done, process.busy))
-        read(message, block, done)
+        read(message, block, done, out)
 
-    monkeypatch.setattr(process, "_read_slices", spy)
+    monkeypatch.setattr(process._flight, "_read_slices", spy)
 
     async def run():
         turns = 0
@@ -266,16 +266,16 @@ def test_a_worker_killed_while_a_big_answer_is_copied_fails_the_batch(worker, mo
     loop, process = worker
     n = 3 << 18
     a = np.ones(n, np.float32)
-    read = process._read_slices
+    read = process._flight._read_slices
     killed = []
 
-    def kill_first(message, block, done):
+    def kill_first(message, block, done, out):
         if not killed:
             killed.append(True)
             process.kill()
-        read(message, block, done)
+        read(message, block, done, out)
 
-    monkeypatch.setattr(process, "_read_slices", kill_first)
+    monkeypatch.setattr(process._flight, "_read_slices", kill_first)
 
     async def run():
         done = process.submit([_request(None, a, a)])

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
-import orjson
 import pytest
 
 from tritium.core import InferRequest, InputTensor, RequestedOutput
 from tritium.core.datatypes import pack_bytes, serialize_bytes
 from tritium.core.errors import InternalError
 from tritium.ipc.arena import align
+from tritium.ipc.messages import Exec, ReplyItem, Result, decode_to_worker
 from tritium.ipc.tensors import SLICED_WRITE_BYTES, SlicedWrites
 from tritium.workers.batch_messages import read_responses, write_batch
 
@@ -34,8 +35,10 @@ def request(key: object, *arrays: np.ndarray, outputs: tuple[str, ...] | None = 
     return r
 
 
-def decode(frame: bytes) -> dict:
-    return orjson.loads(frame[4:])
+def decode(frame: bytes) -> Exec:
+    message = decode_to_worker(frame[4:])
+    assert isinstance(message, Exec)
+    return message
 
 
 def test_inputs_lie_back_to_back_after_the_flags_and_repeats_travel_as_zero():
@@ -44,9 +47,9 @@ def test_inputs_lie_back_to_back_after_the_flags_and_repeats_travel_as_zero():
     batch = [request(key, four), request(key, four + 1), request(key, six), request(None, four)]
     arena = Arena()
     frame, layout = write_batch(batch, arena)
-    items = decode(frame)["requests"]
+    items = decode(frame).requests
     assert [type(item) is int for item in items] == [False, True, False, False]
-    assert items[0]["inputs"] == [["IN0", "FP32", [4], 16]]
+    assert items[0].inputs == [("IN0", "FP32", [4], 16)]  # type: ignore[union-attr]
     pos = align(len(batch))
     for r in batch:
         data = r.inputs[0].data
@@ -62,20 +65,20 @@ def test_a_single_fixed_size_request_returns_its_layout():
     frames, *where = layout
     assert where == [[64], [12], 128]
     # The exec message as sent, and its twin with the poll hint, for reuse either way.
-    assert frames[0] == frame and "poll" not in decode(frame)
-    assert decode(frames[1]) == {**decode(frame), "poll": 1}
+    assert frames[0] == frame and b"poll" not in frame and not decode(frame).poll
+    assert decode(frames[1]) == msgspec.structs.replace(decode(frame), poll=True)
     hinted, layout = write_batch([request(object(), np.ones(3, np.float32))], Arena(), poll=True)
-    assert decode(hinted)["poll"] == 1 and layout is not None and layout[0][1] == hinted
+    assert decode(hinted).poll is True and layout is not None and layout[0][1] == hinted
     strings = InferRequest("m", "1", "")
     strings.layout_key = object()
     strings.inputs = [InputTensor("S", "BYTES", (1,), np.array([b"ab"], dtype=np.object_))]
     frame, layout = write_batch([strings], Arena())
     assert layout is None  # BYTES sizes change with the content
-    assert decode(frame)["requests"][0]["inputs"] == [["S", "BYTES", [1], 6]]
+    assert decode(frame).requests[0].inputs == [("S", "BYTES", [1], 6)]  # type: ignore[union-attr]
 
 
-def _reply(items: list, end: int) -> dict:
-    return {"op": "result", "responses": items, "t": [0, 0, 0], "end": end}
+def _reply(items: list, end: int) -> Result:
+    return Result(items, [0, 0, 0], end)
 
 
 def test_replies_are_read_back_to_back_with_repeats_and_errors():
@@ -86,10 +89,10 @@ def test_replies_are_read_back_to_back_with_repeats_and_errors():
     out[64:80] = b.tobytes()
     out[128 : 128 + len(text)] = text
     items = [
-        {"outputs": [["O", "INT32", [4], 16]]},
+        ReplyItem([("O", "INT32", [4], 16)]),
         0,
-        {"error": ["INVALID_ARG", "bad input"]},
-        {"outputs": [["S", "BYTES", [2], len(text)], ["E", "FP32", [0], 0]], "params": {"k": 1}},
+        ReplyItem(error=("INVALID_ARG", "bad input")),
+        ReplyItem([("S", "BYTES", [2], len(text)), ("E", "FP32", [0], 0)], params={"k": 1}),
     ]
     batch = [request(None, np.ones(1, np.float32)) for _ in items]
     responses = read_responses(batch, _reply(items, align(128 + len(text))), out, "m_0")
@@ -105,7 +108,7 @@ def test_replies_are_read_back_to_back_with_repeats_and_errors():
 
 
 def test_outputs_beyond_the_reply_end_are_a_malformed_reply():
-    items = [{"outputs": [["O", "INT32", [4], 16]]}, 0]
+    items = [ReplyItem([("O", "INT32", [4], 16)]), 0]
     batch = [request(None, np.ones(1, np.float32)) for _ in items]
     with pytest.raises(InternalError, match="malformed reply"):
         read_responses(batch, _reply(items, 16), bytearray(64), "m_0")
@@ -139,7 +142,7 @@ def test_big_inputs_are_left_to_sliced_writes_and_land_where_described():
     assert np.array_equal(got, swapped)
     bytes_at = align(swapped_at + swapped.nbytes)
     assert bytes(arena.buf[bytes_at : bytes_at + len(packed.raw)]) == packed.raw
-    sizes = [d[3] for d in decode(frame)["requests"][0]["inputs"]]
+    sizes = [d[3] for d in decode(frame).requests[0].inputs]  # type: ignore[union-attr]
     assert sizes == [small.nbytes, big.nbytes, swapped.nbytes, len(packed.raw)]
 
 

@@ -20,6 +20,13 @@ from tritium.ipc.call_records import (
     pack_tensors,
     unpack_tensors,
 )
+from tritium.ipc.messages import (
+    CallReply,
+    InferCall,
+    ModelReadyCall,
+    decode_call,
+    decode_call_reply,
+)
 from tritium.workers.calls import CallChannel, WorkerCall
 
 
@@ -31,8 +38,10 @@ def test_records_round_trip_inline_tensors_including_bytes():
     ]
     packed = pack_tensors(tensors)
     assert packed.arena is None
-    message, inline = decode_record(encode_record({"inputs": packed.descriptors}, packed.inline))
-    out = unpack_tensors(message["inputs"], inline)
+    call = InferCall("m", inputs=packed.descriptors)  # type: ignore[arg-type]
+    message, inline = decode_record(encode_record(call, packed.inline), decode_call)
+    assert isinstance(message, InferCall)
+    out = unpack_tensors(message.inputs, inline)
     assert [(n, d) for n, d, _ in out] == [("A", "FP32"), ("S", "BYTES"), ("E", "INT64")]
     np.testing.assert_array_equal(out[0][2], tensors[0][2])
     assert list(out[1][2]) == [b"x", b"yz"]
@@ -67,11 +76,11 @@ async def _serve(handler, body):  # noqa: ANN001, ANN202
 
 
 def _doubler(call: WorkerCall) -> None:
-    if call.message.get("op") == "fail":
-        call.reply({"error": ["NOT_FOUND", "no such thing"]})
+    if isinstance(call.message, ModelReadyCall) and call.message.model == "fail":
+        call.reply(CallReply(error=("NOT_FOUND", "no such thing")))
         return
     outputs = [(name, datatype, array * 2) for name, datatype, array in call.tensors]
-    call.reply({"params": {"caller": call.label}}, outputs)
+    call.reply(CallReply(params={"caller": call.label}), outputs)
 
 
 @pytest.mark.parametrize("size", [4, INLINE_LIMIT])  # inline and through an arena
@@ -82,7 +91,7 @@ def test_calls_are_answered_with_tensors(size):
         loop = asyncio.get_running_loop()
         answers = await asyncio.gather(
             *(
-                loop.run_in_executor(None, client.call, {"op": "infer"}, [("X", "FP32", x + i)], 10)
+                loop.run_in_executor(None, client.call, InferCall("m"), [("X", "FP32", x + i)], 10)
                 for i in range(3)
             )
         )
@@ -94,13 +103,13 @@ def test_calls_are_answered_with_tensors(size):
         assert (name, datatype) == ("X", "FP32")
         np.testing.assert_array_equal(y, 2 * (x + i))
         y[0] = -1  # the worker's copy is its own to change
-        assert answer.message["params"] == {"caller": "caller:1"}
+        assert answer.message.params == {"caller": "caller:1"}
 
 
 def test_error_answers_raise_call_errors():
     async def body(channel, client):  # noqa: ANN001, ANN202
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, client.call, {"op": "fail"}, [], 10)
+        return await loop.run_in_executor(None, client.call, ModelReadyCall("fail"), [], 10)
 
     with pytest.raises(CallError) as info:
         asyncio.run(_serve(_doubler, body))
@@ -111,10 +120,10 @@ def test_a_closed_server_end_fails_waiting_calls_and_abandons_open_ones():
     abandoned = []
 
     def hold(call: WorkerCall) -> None:
-        call.on_abandon = lambda: abandoned.append(call.message["id"])
+        call.on_abandon = lambda: abandoned.append(call.message.id)
 
     async def body(channel, client):  # noqa: ANN001, ANN202
-        future = client.start_async({"op": "infer"}, [("X", "FP32", np.ones(2, np.float32))])
+        future = client.start_async(InferCall("m"), [("X", "FP32", np.ones(2, np.float32))])
         for _ in range(100):
             if channel.open_calls:
                 break
@@ -132,8 +141,8 @@ def test_sync_and_async_calls_mixed():
 
     async def body(channel, client):  # noqa: ANN001, ANN202
         loop = asyncio.get_running_loop()
-        waiting = client.start_async({"op": "infer"}, [("X", "FP32", x)])  # reader thread
-        sync = loop.run_in_executor(None, client.call, {"op": "infer"}, [("X", "FP32", 3 * x)], 10)
+        waiting = client.start_async(InferCall("m"), [("X", "FP32", x)])  # reader thread
+        sync = loop.run_in_executor(None, client.call, InferCall("m"), [("X", "FP32", 3 * x)], 10)
         return await asyncio.wait_for(asyncio.gather(waiting, sync), 10)
 
     first, second = asyncio.run(_serve(_doubler, body))
@@ -145,14 +154,14 @@ def test_records_too_big_to_arrive_whole_are_refused_on_both_ends():
     many = [(f"T{i}", "FP32", np.zeros(0, np.float32)) for i in range(10000)]
 
     def reply_many(call: WorkerCall) -> None:
-        call.reply({}, many)
+        call.reply(CallReply(), many)
 
     async def body(channel, client):  # noqa: ANN001, ANN202
         loop = asyncio.get_running_loop()
         with pytest.raises(CallError, match="request's description exceeds"):
-            await loop.run_in_executor(None, client.call, {"op": "x"}, many, 10)
+            await loop.run_in_executor(None, client.call, ModelReadyCall("x"), many, 10)
         with pytest.raises(CallError, match="response's description exceeds"):
-            await loop.run_in_executor(None, client.call, {"op": "x"}, [], 10)
+            await loop.run_in_executor(None, client.call, ModelReadyCall("x"), [], 10)
 
     asyncio.run(_serve(reply_many, body))
 
@@ -166,11 +175,30 @@ def test_calls_in_flight_per_worker_are_bounded(monkeypatch):
         pass
 
     async def body(channel, client):  # noqa: ANN001, ANN202
-        held = [client.start_async({"op": "x"}) for _ in range(2)]
+        held = [client.start_async(ModelReadyCall("x")) for _ in range(2)]
         with pytest.raises(CallError, match="more than 2 requests"):
-            await asyncio.wait_for(client.start_async({"op": "x"}), 10)
+            await asyncio.wait_for(client.start_async(ModelReadyCall("x")), 10)
         assert len(channel.open_calls) == 2 and not any(f.done() for f in held)
         for future in held:
             future.cancel()
 
     asyncio.run(_serve(hold, body))
+
+
+def test_a_call_of_an_unknown_kind_is_answered_with_an_error_naming_it():
+    async def body():  # noqa: ANN202
+        server_sock, worker_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        channel = CallChannel(server_sock, "caller:1", _doubler)
+        try:
+            worker_sock.setblocking(False)
+            worker_sock.send(encode_record({"op": "bogus", "id": 7}))
+            receiving = asyncio.get_running_loop().sock_recv(worker_sock, 1 << 16)
+            data = await asyncio.wait_for(receiving, 10)
+        finally:
+            channel.close()
+            worker_sock.close()
+        return decode_record(data, decode_call_reply)[0]
+
+    reply = asyncio.run(body())
+    assert reply.id == 7 and reply.error is not None
+    assert reply.error[0] == "INVALID_ARG" and "unknown message kind 'bogus'" in reply.error[1]

@@ -16,6 +16,7 @@ import numpy as np
 from tritium.backends.python.bls import Answer, CallClient, CallError
 from tritium.backends.python.bls_streams import ACK_EVERY, ReplyStream
 from tritium.ipc.call_records import MAX_UNREAD
+from tritium.ipc.messages import CallReply, InferCall
 from tritium.workers.calls import CallChannel, WorkerCall
 
 
@@ -32,14 +33,14 @@ async def _serve(handler, body):  # noqa: ANN001, ANN202
 
 def _start(client: CallClient) -> ReplyStream:
     stream = ReplyStream(client)
-    client.start({"op": "infer", "decoupled": True}, stream=stream)
+    client.start(InferCall("m", decoupled=True), stream=stream)
     return stream
 
 
 def _words(call: WorkerCall, count: int) -> None:
     for i in range(count):
-        assert call.send_part({}, [("I", "INT32", np.array([i], np.int32))])
-    call.reply({})  # the final flag alone
+        assert call.send_part(CallReply(), [("I", "INT32", np.array([i], np.int32))])
+    call.reply(CallReply())  # the final flag alone
 
 
 def _drain(stream: ReplyStream) -> list:
@@ -77,9 +78,9 @@ def test_async_takes_run_on_the_event_loop():
 
 def test_an_error_answer_can_come_mid_stream():
     def handler(call: WorkerCall) -> None:
-        call.send_part({"error": ["INVALID_ARG", "bad word"]})
-        call.send_part({}, [("I", "INT32", np.array([1], np.int32))])
-        call.reply({"error": ["INTERNAL", "the end"]})
+        call.send_part(CallReply(error=("INVALID_ARG", "bad word")))
+        call.send_part(CallReply(), [("I", "INT32", np.array([1], np.int32))])
+        call.reply(CallReply(error=("INTERNAL", "the end")))
 
     async def body(channel, client):  # noqa: ANN001, ANN202
         return await asyncio.get_running_loop().run_in_executor(None, _drain, _start(client))
@@ -101,14 +102,14 @@ def test_taken_answers_are_reported_so_a_reader_that_keeps_up_stays_under_the_bo
         call = held[0]
         call.open_stream(lambda: None)
         for i in range(3 * ACK_EVERY):
-            assert call.send_part({}, [("I", "INT32", np.array([i], np.int32))])
+            assert call.send_part(CallReply(), [("I", "INT32", np.array([i], np.int32))])
             await loop.run_in_executor(None, stream.take, 10)
         for _ in range(100):  # the last report is on its way
             if call.unread == 0:
                 break
             await asyncio.sleep(0.01)
         assert call.unread == 0
-        call.reply({})
+        call.reply(CallReply())
 
     asyncio.run(_serve(held.append, body))
 
@@ -118,8 +119,8 @@ def test_a_reader_that_stops_reading_makes_send_part_say_stop():
 
     def handler(call: WorkerCall) -> None:
         for _ in range(MAX_UNREAD + 1):
-            results.append(call.send_part({}))
-        call.reply({})
+            results.append(call.send_part(CallReply()))
+        call.reply(CallReply())
 
     async def body(channel, client):  # noqa: ANN001, ANN202
         _start(client)
@@ -137,11 +138,11 @@ def test_cancel_and_drop_reach_the_server_which_still_ends_the_call():
 
     def handler(call: WorkerCall) -> None:
         def on_cancel() -> None:
-            cancelled.append(call.message["id"])
-            call.reply({"error": ["CANCELLED", "BLS request was cancelled"]})
+            cancelled.append(call.message.id)
+            call.reply(CallReply(error=("CANCELLED", "BLS request was cancelled")))
 
         call.open_stream(on_cancel)
-        call.send_part({})
+        call.send_part(CallReply())
 
     async def body(channel, client):  # noqa: ANN001, ANN202
         loop = asyncio.get_running_loop()

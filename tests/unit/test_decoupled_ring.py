@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 
 import numpy as np
-import orjson
 import pytest
 
 from tritium.backends.python import pb_utils
@@ -15,6 +14,7 @@ from tritium.backends.python.response_sender import ResponseSender, ResponseStre
 from tritium.core import InferRequest
 from tritium.core.errors import Unavailable
 from tritium.ipc import Arena
+from tritium.ipc.messages import decode_to_server, encode
 from tritium.workers.response_streams import ResponseStreams
 
 
@@ -31,7 +31,7 @@ def ends():
     worker_fds, server_fds = socket.socketpair()
     streams = ResponseStreams("test", Arena.create(4096), server_fds)
     # Messages travel as JSON, as over the control socket.
-    stream = ResponseStream(lambda m: streams.on_response(orjson.loads(orjson.dumps(m))), worker_fds)
+    stream = ResponseStream(lambda m: streams.on_response(decode_to_server(encode(m))), worker_fds)  # type: ignore[arg-type]
     yield stream, streams
     stream.close()
     streams.close()

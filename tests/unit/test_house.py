@@ -11,10 +11,6 @@
   body: dunders, properties and static methods included), unless its docstring gives the
   reason on a line starting with ``Methods:``, e.g.
   ``Methods: one per parser callback, which httptools looks up by name.``
-
-Each ``ALLOWED_*`` list below holds the violations that were there when the rule was
-written, each as a string; a violation not in its list fails the test. The lists are
-ceilings only: an entry whose violation is gone no longer matters, and is to be deleted.
 """
 
 from __future__ import annotations
@@ -31,22 +27,6 @@ MAX_LARGE_MODULES = 3
 MAX_METHODS = 25
 REASON_MARKER = "Methods:"
 
-# TEMPORARY (issue 28): today's violations, being removed; empty each list once they are.
-# Import cycles, as their modules joined by " <-> " in name order; a cycle passes when all
-# its modules are in one entry (a cycle that shrinks still passes).
-ALLOWED_CYCLES = [
-    "tritium.backends.python.bls <-> tritium.backends.python.bls_streams",
-    "tritium.backends.python.pb_utils_bls <-> tritium.backends.python.pb_utils_messages",
-]
-# Modules over 400 lines (three of them over 500).
-ALLOWED_LARGE_MODULES = [
-    "tritium.backends.python.model_host",
-    "tritium.workers.process",
-]
-# Classes over 25 methods without a "Methods:" reason, as module.Class.
-ALLOWED_LARGE_CLASSES = [
-    "tritium.workers.process.WorkerProcess",
-]
 
 
 @dataclass(frozen=True)
@@ -169,25 +149,17 @@ def test_the_reader_finds_the_package_and_its_imports() -> None:
     assert "tritium.core.errors" in imports_of(MODULES["tritium.core.datatypes"])
 
 
-def test_no_new_import_cycle() -> None:
-    allowed = [set(entry.split(" <-> ")) for entry in ALLOWED_CYCLES]
-    new = [
-        " <-> ".join(group)
-        for group in import_cycles()
-        if not any(set(group) <= entry for entry in allowed)
-    ]
-    assert not new, f"import cycles (break them; see the module docstring): {new}"
+def test_no_import_cycle() -> None:
+    cycles = [" <-> ".join(group) for group in import_cycles()]
+    assert not cycles, f"import cycles (break them; see the module docstring): {cycles}"
 
 
 def test_modules_stay_small() -> None:
     over_max = [m.name for m in MODULES.values() if m.lines > MAX_LINES]
     large = sorted(m.name for m in MODULES.values() if m.lines > LARGE_LINES)
-    new_over_max = [name for name in over_max if name not in ALLOWED_LARGE_MODULES]
-    assert not new_over_max, f"modules over {MAX_LINES} lines: {new_over_max}"
-    unexpected = [name for name in large if name not in ALLOWED_LARGE_MODULES]
-    assert len(large) <= MAX_LARGE_MODULES or not unexpected, (
-        f"{len(large)} modules over {LARGE_LINES} lines (at most {MAX_LARGE_MODULES}); "
-        f"new among them: {unexpected}"
+    assert not over_max, f"modules over {MAX_LINES} lines: {over_max}"
+    assert len(large) <= MAX_LARGE_MODULES, (
+        f"{len(large)} modules over {LARGE_LINES} lines (at most {MAX_LARGE_MODULES}): {large}"
     )
 
 
@@ -197,6 +169,6 @@ def test_classes_stay_small_or_say_why() -> None:
         for node in ast.walk(module.tree):
             if isinstance(node, ast.ClassDef) and _method_count(node) > MAX_METHODS:
                 name = f"{module.name}.{node.name}"
-                if not _gives_reason(node) and name not in ALLOWED_LARGE_CLASSES:
+                if not _gives_reason(node):
                     new.append(f"{name} ({_method_count(node)} methods)")
     assert not new, f"classes over {MAX_METHODS} methods without a '{REASON_MARKER}' reason: {new}"

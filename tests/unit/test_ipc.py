@@ -10,14 +10,27 @@ import pytest
 
 from tritium.ipc import Arena, FrameDecoder, MessageReader, encode, recv_fd, send_fd
 from tritium.ipc import tensors as ipc_tensors
+from tritium.ipc.messages import (
+    Exec,
+    Fini,
+    MalformedMessage,
+    NewArena,
+    RequestItem,
+    UnknownMessage,
+    Unmap,
+    decode_to_server,
+    decode_to_worker,
+)
 
 
 def test_frames_whole_split_and_batched():
-    msgs = [{"op": "a", "n": 1}, {"op": "b", "x": [1, 2, 3]}, {"op": "c"}]
+    item = RequestItem("r", 0, 0, {}, None, [("IN", "FP32", [1, 2, 3], 24)])
+    msgs = [Unmap(1), Exec([item, 0], poll=True), Fini()]
     stream = b"".join(encode(m) for m in msgs)
-    assert FrameDecoder().feed(encode(msgs[0])) == [msgs[0]]  # the one-message fast path
-    assert FrameDecoder().feed(stream) == msgs
-    decoder = FrameDecoder()
+    # the one-message fast path
+    assert FrameDecoder(decode_to_worker).feed(encode(msgs[0])) == [msgs[0]]
+    assert FrameDecoder(decode_to_worker).feed(stream) == msgs
+    decoder = FrameDecoder(decode_to_worker)
     got = []
     for i in range(len(stream)):  # byte by byte
         got += decoder.feed(stream[i : i + 1])
@@ -26,16 +39,46 @@ def test_frames_whole_split_and_batched():
 
 def test_oversized_frame_is_refused():
     with pytest.raises(ValueError, match="exceeds the limit"):
-        FrameDecoder().feed(b"\xff\xff\xff\xff" + b"x")
+        FrameDecoder(decode_to_worker).feed(b"\xff\xff\xff\xff" + b"x")
+
+
+def _frame(body: bytes) -> bytes:
+    return len(body).to_bytes(4, "little") + body
+
+
+def test_an_unknown_kind_is_named_and_a_malformed_message_is_refused():
+    with pytest.raises(UnknownMessage, match="unknown message kind 'bogus'"):
+        decode_to_worker(b'{"op":"bogus"}')
+    # A kind of the other direction is unknown here too.
+    with pytest.raises(UnknownMessage, match="'exec'"):
+        decode_to_server(encode(Fini())[4:].replace(b"fini", b"exec"))
+    with pytest.raises(MalformedMessage, match="'arena'"):
+        decode_to_worker(b'{"op":"arena","which":"in"}')  # no size
+    with pytest.raises(MalformedMessage):
+        decode_to_worker(b"[1,2]")
+
+
+def test_a_frame_that_does_not_decode_is_skipped_with_its_error():
+    errors: list[ValueError] = []
+    decoder = FrameDecoder(decode_to_worker, errors.append)
+    stream = encode(Unmap(1)) + _frame(b'{"op":"bogus"}') + encode(NewArena("in", 8))
+    assert decoder.feed(stream) == [Unmap(1), NewArena("in", 8)]
+    assert decoder.feed(_frame(b'{"op":"nope"}')) == []  # the one-message path too
+    assert [type(e) for e in errors] == [UnknownMessage, UnknownMessage]
+    # Without a handler the error is raised; the frames after it stay for the next feed.
+    strict = FrameDecoder(decode_to_worker)
+    with pytest.raises(UnknownMessage):
+        strict.feed(_frame(b'{"op":"bogus"}') + encode(Fini()))
+    assert strict.feed(b"") == [Fini()]
 
 
 def test_message_reader_over_a_socket():
     a, b = socket.socketpair()
     try:
-        a.sendall(encode({"k": 1}) + encode({"k": 2}))
-        reader = MessageReader(b)
-        assert reader.next() == {"k": 1}
-        assert reader.next() == {"k": 2}
+        a.sendall(encode(Unmap(1)) + encode(Unmap(2)))
+        reader = MessageReader(b, decode_to_worker)
+        assert reader.next() == Unmap(1)
+        assert reader.next() == Unmap(2)
         a.close()
         with pytest.raises(EOFError):
             reader.next()

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tritium.ipc import MessageReader, encode
+from tritium.ipc.messages import Unmap, decode_to_worker
 
 
 def _thread_cpu() -> float:
@@ -19,15 +20,15 @@ def _thread_cpu() -> float:
 
 def test_back_to_back_messages_arrive_in_order_while_polling():
     a, b = socket.socketpair()
-    reader = MessageReader(a, poll_ns=50_000_000)
+    reader = MessageReader(a, decode_to_worker, poll_ns=50_000_000)
     try:
         for i in range(200):
-            b.sendall(encode({"i": i}))
-            assert reader.next() == {"i": i}
+            b.sendall(encode(Unmap(i)))
+            assert reader.next() == Unmap(i)
         # A message sent a little later (within the budget) is picked up by polling.
-        timer = threading.Timer(0.005, lambda: b.sendall(encode({"late": True})))
+        timer = threading.Timer(0.005, lambda: b.sendall(encode(Unmap(-1))))
         timer.start()
-        assert reader.next() == {"late": True}
+        assert reader.next() == Unmap(-1)
         timer.join()
     finally:
         a.close()
@@ -36,15 +37,15 @@ def test_back_to_back_messages_arrive_in_order_while_polling():
 
 def test_after_a_long_wait_it_sleeps_instead_of_polling():
     a, b = socket.socketpair()
-    reader = MessageReader(a, poll_ns=200_000_000)  # 200 ms budget
+    reader = MessageReader(a, decode_to_worker, poll_ns=200_000_000)  # 200 ms budget
     try:
         # First wait: nothing known yet, so it blocks; the message comes after 300 ms, longer
         # than the budget, so the next wait must not poll either.
-        threading.Timer(0.3, lambda: b.sendall(encode({"n": 1}))).start()
-        assert reader.next() == {"n": 1}
-        threading.Timer(0.3, lambda: b.sendall(encode({"n": 2}))).start()
+        threading.Timer(0.3, lambda: b.sendall(encode(Unmap(1)))).start()
+        assert reader.next() == Unmap(1)
+        threading.Timer(0.3, lambda: b.sendall(encode(Unmap(2)))).start()
         cpu = _thread_cpu()
-        assert reader.next() == {"n": 2}
+        assert reader.next() == Unmap(2)
         assert _thread_cpu() - cpu < 0.05, "polled although the last wait was long"
     finally:
         a.close()
@@ -53,14 +54,14 @@ def test_after_a_long_wait_it_sleeps_instead_of_polling():
 
 def test_after_a_short_wait_it_polls_at_most_its_budget_then_sleeps():
     a, b = socket.socketpair()
-    reader = MessageReader(a, poll_ns=100_000_000)  # 100 ms budget
+    reader = MessageReader(a, decode_to_worker, poll_ns=100_000_000)  # 100 ms budget
     try:
-        b.sendall(encode({"n": 1}))
-        assert reader.next() == {"n": 1}  # a short wait: the next one polls
-        threading.Timer(0.6, lambda: b.sendall(encode({"n": 2}))).start()
+        b.sendall(encode(Unmap(1)))
+        assert reader.next() == Unmap(1)  # a short wait: the next one polls
+        threading.Timer(0.6, lambda: b.sendall(encode(Unmap(2)))).start()
         started = time.monotonic()
         cpu = _thread_cpu()
-        assert reader.next() == {"n": 2}
+        assert reader.next() == Unmap(2)
         assert time.monotonic() - started >= 0.55
         # Polling burns (at most) the 100 ms budget, then the reader sleeps for the rest.
         assert _thread_cpu() - cpu < 0.3
@@ -72,10 +73,10 @@ def test_after_a_short_wait_it_polls_at_most_its_budget_then_sleeps():
 @pytest.mark.parametrize("delay", [0.005, 0.3])
 def test_a_closed_peer_ends_the_wait_whether_polling_or_sleeping(delay):
     a, b = socket.socketpair()
-    reader = MessageReader(a, poll_ns=50_000_000)
+    reader = MessageReader(a, decode_to_worker, poll_ns=50_000_000)
     try:
-        b.sendall(encode({"n": 1}))
-        assert reader.next() == {"n": 1}
+        b.sendall(encode(Unmap(1)))
+        assert reader.next() == Unmap(1)
         threading.Timer(delay, b.close).start()
         with pytest.raises(EOFError):
             reader.next()
@@ -85,19 +86,19 @@ def test_a_closed_peer_ends_the_wait_whether_polling_or_sleeping(delay):
 
 def test_a_hinted_wait_polls_unless_the_last_one_outlasted_the_hint():
     a, b = socket.socketpair()
-    reader = MessageReader(a, poll_ns=0)
+    reader = MessageReader(a, decode_to_worker, poll_ns=0)
     try:
-        b.sendall(encode({"n": 1}))
-        assert reader.next(100_000_000) == {"n": 1}  # a short wait
+        b.sendall(encode(Unmap(1)))
+        assert reader.next(100_000_000) == Unmap(1)  # a short wait
         # Hinted: polls (burns CPU) for up to 100 ms, then sleeps until the message at 300 ms.
-        threading.Timer(0.3, lambda: b.sendall(encode({"n": 2}))).start()
+        threading.Timer(0.3, lambda: b.sendall(encode(Unmap(2)))).start()
         cpu = _thread_cpu()
-        assert reader.next(100_000_000) == {"n": 2}
+        assert reader.next(100_000_000) == Unmap(2)
         polled = _thread_cpu() - cpu
         # That wait outlasted the hint: the next hinted wait sleeps at once.
-        threading.Timer(0.3, lambda: b.sendall(encode({"n": 3}))).start()
+        threading.Timer(0.3, lambda: b.sendall(encode(Unmap(3)))).start()
         cpu = _thread_cpu()
-        assert reader.next(100_000_000) == {"n": 3}
+        assert reader.next(100_000_000) == Unmap(3)
         assert _thread_cpu() - cpu < 0.03
         assert polled > _thread_cpu() - cpu
     finally:

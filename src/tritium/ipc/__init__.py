@@ -1,4 +1,8 @@
-"""L2: server ⇄ worker transport: memfd arenas for tensors, framed messages for control."""
+"""L2: server ⇄ worker transport: memfd arenas for tensors, framed messages for control.
+
+Every message kind is declared in :mod:`tritium.ipc.messages`; ``framing`` carries them on
+the control socket, ``call_records`` on the call channel (BLS).
+"""
 
 from tritium.ipc.arena import Arena, align, grow_size
 from tritium.ipc.framing import (

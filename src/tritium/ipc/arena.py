@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from typing import TypeVar
 
 ALIGN = 64
 ALIGN_MASK = ALIGN - 1  # align(n) == (n + ALIGN_MASK) & ~ALIGN_MASK, written out in hot loops
@@ -17,6 +18,9 @@ ALIGN_MASK = ALIGN - 1  # align(n) == (n + ALIGN_MASK) & ~ALIGN_MASK, written ou
 
 def align(n: int) -> int:
     return (n + ALIGN_MASK) & ~ALIGN_MASK
+
+
+_A = TypeVar("_A", bound="Arena")
 
 
 def grow_size(needed: int, minimum: int = 1 << 20) -> int:
@@ -38,7 +42,7 @@ class Arena:
         self.buf = mmap.mmap(fd, size) if size else None
 
     @classmethod
-    def create(cls, size: int) -> Arena:
+    def create(cls: type[_A], size: int) -> _A:
         fd = os.memfd_create("tritium-arena", os.MFD_CLOEXEC)
         try:
             os.ftruncate(fd, size)

@@ -1,8 +1,9 @@
 """Records of the call channel: requests a worker makes of the server (BLS) and replies.
 
 The channel is a ``SOCK_SEQPACKET`` socket pair, so one ``sendmsg`` is one record and its
-descriptor (if any) arrives with it. A record is a 4-byte little-endian length, an orjson
-document, then the tensor bytes when they are small (inline). Larger tensors travel in a
+descriptor (if any) arrives with it. A record is a 4-byte little-endian length, a JSON
+document (a message of ``messages``: a call, or a ``CallReply``), then the tensor bytes
+when they are small (inline). Larger tensors travel in a
 memfd arena made for the record, whose descriptor is attached: the receiver maps it and
 reads the tensors in place. Tensors lie back to back at ``ALIGN`` boundaries, as in the
 instance arenas; the document describes them as ``[name, datatype, shape, nbytes]``.
@@ -11,14 +12,17 @@ instance arenas; the document describes them as ``[name, datatype, shape, nbytes
 from __future__ import annotations
 
 import struct
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
-import orjson
 
 from tritium.core import datatypes
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import Arena
+from tritium.ipc.messages import encode
+
+_M = TypeVar("_M")
 
 _LEN = struct.Struct("<I")
 
@@ -74,19 +78,21 @@ def pack_tensors(tensors: list[Tensor]) -> PackedTensors:
     return PackedTensors(descriptors, inline, arena)
 
 
-def encode_record(message: dict[str, Any], inline: bytes | bytearray = b"") -> bytes:
-    body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
+def encode_record(message: Any, inline: bytes | bytearray = b"") -> bytes:
+    """One record: ``message`` (a ``messages`` struct), then its inline tensor bytes."""
+    body = encode(message)
     return b"".join((_LEN.pack(len(body)), body, inline))
 
 
-def decode_record(data: bytes) -> tuple[dict[str, Any], memoryview]:
-    """The record's document and its inline tensor bytes."""
+def decode_record(data: bytes, decode: Callable[[Any], _M]) -> tuple[_M, memoryview]:
+    """The record's message (``decode``: ``messages.decode_call`` or
+    ``decode_call_reply``) and its inline tensor bytes."""
     (length,) = _LEN.unpack_from(data)
     view = memoryview(data)
-    return orjson.loads(view[4 : 4 + length]), view[4 + length :]
+    return decode(view[4 : 4 + length]), view[4 + length :]
 
 
-def unpack_tensors(descriptors: list[list[Any]], buf: Any) -> list[Tensor]:
+def unpack_tensors(descriptors: Sequence[Sequence[Any]], buf: Any) -> list[Tensor]:
     """Arrays over ``buf`` (inline bytes or an arena mapping): views, no copies, except
     BYTES, which are decoded."""
     out: list[Tensor] = []
@@ -103,14 +109,14 @@ def unpack_tensors(descriptors: list[list[Any]], buf: Any) -> list[Tensor]:
 
 
 def attach_tensors(
-    message: dict[str, Any], key: str, tensors: list[Tensor]
+    message: Any, key: str, tensors: list[Tensor]
 ) -> tuple[bytes | bytearray, Arena | None]:
-    """Describe ``tensors`` under ``message[key]`` (and the arena's size under ``"shm"``
-    when they need one); returns the record's inline bytes and that arena, if any."""
+    """Describe ``tensors`` in ``message``'s field ``key`` (and the arena's size in its
+    ``shm`` when they need one); returns the record's inline bytes and that arena."""
     if not tensors:
         return b"", None
     packed = pack_tensors(tensors)
-    message[key] = packed.descriptors
+    setattr(message, key, packed.descriptors)
     if packed.arena is not None:
-        message["shm"] = packed.arena.size
+        message.shm = packed.arena.size
     return packed.inline, packed.arena

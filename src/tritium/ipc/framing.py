@@ -1,7 +1,9 @@
 """Length-prefixed message framing for the server ⇄ worker control socket.
 
-Each message is a 4-byte little-endian length followed by an orjson document. Messages are
-small (names, shapes, offsets); tensor bytes live in arenas and never pass through here.
+Each message is a 4-byte little-endian length followed by its JSON document (the kinds
+and their codec are in ``messages``). Messages are small (names, shapes, offsets); tensor
+bytes live in arenas and never pass through here. A decoder is given the side's decode
+function (``messages.decode_to_worker`` or ``decode_to_server``).
 """
 
 from __future__ import annotations
@@ -11,26 +13,41 @@ import socket
 import struct
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-import orjson
+from tritium.ipc import messages
 
 _LEN = struct.Struct("<I")
 MAX_MESSAGE = 256 * 1024 * 1024
+_encode = messages.encode
+
+#: Turns one frame's body into a message.
+Decode = Callable[[Any], Any]
 
 
 def encode(message: Any) -> bytes:
-    body = orjson.dumps(message, option=orjson.OPT_SERIALIZE_NUMPY)
+    """One message (a ``messages`` struct) as a frame."""
+    body = _encode(message)
     return _LEN.pack(len(body)) + body
 
 
 class FrameDecoder:
-    """Incremental decoder: feed bytes, get complete messages."""
+    """Incremental decoder: feed bytes, get complete messages.
 
-    __slots__ = ("_buf",)
+    A frame that does not decode (``messages.UnknownMessage``, ``MalformedMessage``) goes
+    to ``on_error`` and is skipped; without ``on_error``, ``feed`` raises it (the frames
+    before it in that feed are dropped with it, those after it stay buffered).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_buf", "_decode", "_on_error")
+
+    def __init__(
+        self, decode: Decode, on_error: Callable[[ValueError], None] | None = None
+    ) -> None:
         self._buf = bytearray()
+        self._decode = decode
+        self._on_error = on_error
 
     def feed(self, data: bytes) -> list[Any]:
         buf = self._buf
@@ -38,11 +55,18 @@ class FrameDecoder:
             # The usual case: exactly one whole message, parsed without buffering.
             (length,) = _LEN.unpack_from(data)
             if len(data) == 4 + length:
-                return [orjson.loads(memoryview(data)[4:])]
+                try:
+                    return [self._decode(memoryview(data)[4:])]
+                except ValueError as exc:
+                    if self._on_error is None:
+                        raise
+                    self._on_error(exc)
+                    return []
         buf += data
         out: list[Any] = []
         pos = 0
         n = len(buf)
+        failed: ValueError | None = None
         while n - pos >= 4:
             (length,) = _LEN.unpack_from(buf, pos)
             if length > MAX_MESSAGE:
@@ -50,10 +74,24 @@ class FrameDecoder:
             end = pos + 4 + length
             if end > n:
                 break
-            out.append(orjson.loads(memoryview(buf)[pos + 4 : end]))
+            # Let go of the view at once (an error's traceback would keep it), so that
+            # the buffer can shrink below; the message holds no part of it.
+            body = memoryview(buf)[pos + 4 : end]
+            try:
+                out.append(self._decode(body))
+            except ValueError as exc:
+                if self._on_error is None:
+                    failed = exc
+                    pos = end
+                    break
+                self._on_error(exc)
+            finally:
+                body.release()
             pos = end
         if pos:
             del buf[:pos]
+        if failed is not None:
+            raise failed
         return out
 
 
@@ -73,9 +111,15 @@ class MessageReader:
 
     __slots__ = ("_sock", "_decoder", "_ready", "_poll_ns", "_last_wait_ns")
 
-    def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        decode: Decode,
+        poll_ns: int = 0,
+        on_error: Callable[[ValueError], None] | None = None,
+    ) -> None:
         self._sock = sock
-        self._decoder = FrameDecoder()
+        self._decoder = FrameDecoder(decode, on_error)
         self._ready: deque[Any] = deque()
         self._poll_ns = poll_ns
         self._last_wait_ns = poll_ns  # no polling before the first message
@@ -116,6 +160,7 @@ class MessageReader:
 
 
 def send_message(sock: socket.socket, message: Any) -> None:
+    """Send one message (a ``messages`` struct), blocking."""
     sock.sendall(encode(message))
 
 

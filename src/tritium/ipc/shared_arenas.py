@@ -73,5 +73,5 @@ def reference(array: np.ndarray) -> tuple[SharedArena, int] | None:
     arena = getattr(base, "arena", None)
     if type(arena) is not SharedArena or arena.buf is None or not array.flags.c_contiguous:
         return None
-    offset = array.__array_interface__["data"][0] - ctypes.addressof(base)
+    offset = array.__array_interface__["data"][0] - ctypes.addressof(base)  # type: ignore[arg-type]
     return arena, offset

@@ -9,6 +9,7 @@ tensors of one message lie back to back in the order they are described, each at
 from __future__ import annotations
 
 import mmap
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def source_bytes(array: np.ndarray, raw: bytes | memoryview | None) -> memoryvie
     if array.flags.c_contiguous and array.dtype.byteorder != ">":
         return array.data.cast("B")
     little = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
-    return memoryview(little).cast("B")
+    return little.data.cast("B")
 
 
 class SlicedWrites:
@@ -123,13 +124,15 @@ def view(buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: i
 
 
 def copy_out(
-    buf: mmap.mmap, datatype: str, shape: list[int], offset: int, nbytes: int
+    buf: mmap.mmap, datatype: str, shape: Sequence[int], offset: int, nbytes: int
 ) -> np.ndarray:
     """Like :func:`view` but owning its memory, so the arena can be reused at once.
 
     ``buf`` is a copy of the arena here: BYTES stay in their serialized form over it
     (:class:`~tritium.core.datatypes.PackedBytes`), decoded only if something asks."""
     if datatype == "BYTES":
-        return datatypes.PackedBytes(memoryview(buf)[offset : offset + nbytes], tuple(shape))
+        # Stands in for the object array (decoded when read as one).
+        packed = datatypes.PackedBytes(memoryview(buf)[offset : offset + nbytes], tuple(shape))
+        return packed  # type: ignore[return-value]
     dtype = datatypes.raw_dtype(datatype)
     return np.frombuffer(buf[offset : offset + nbytes], dtype=dtype).reshape(shape)

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from tritium.backends.python.pb_utils_logger import ENV
+from tritium.ipc import messages
 from tritium.server import logging_setup
 from tritium.service.log_settings import LogSettings
 from tritium.service.model.table import ModelTable
@@ -26,7 +27,7 @@ def connect(settings: LogSettings, table: ModelTable) -> None:
     def changed(update: dict[str, Any]) -> None:
         logging_setup.apply(update)
         _publish(settings)
-        message = {"op": "log_settings", "settings": update}
+        message = messages.LogSettings(update)
         for loaded in table.loaded():
             loaded.post(message)
 

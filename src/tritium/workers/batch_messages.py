@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from tritium.core import InferRequest, InferResponse, OutputTensor
@@ -21,6 +22,7 @@ from tritium.core.errors import InternalError, error_from_code
 from tritium.ipc import Arena, encode
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Exec, RequestItem, Result
 
 #: (exec messages without and with the poll hint, input offsets, input sizes, arena end) of
 #: a one-request batch of fixed-size inputs.
@@ -68,10 +70,11 @@ def write_batch(
     # Cancellation flags: one byte per request at the start of the arena.
     offsets, end = ipc_tensors.layout(sizes, start=n)
     buf = arena_for(end).buf
+    assert buf is not None
     buf[0:n] = bytes(n)
     write = ipc_tensors.write
     big = ipc_tensors.SLICED_WRITE_BYTES
-    items: list[dict[str, Any] | int] = []
+    items: list[RequestItem | int] = []
     k = 0
     last_key = None
     last_sizes: list[int] = []
@@ -92,41 +95,26 @@ def write_batch(
         last_sizes = these
         outputs = None if request.outputs is None else [o.name for o in request.outputs]
         items.append(
-            {
-                "id": request.id,
-                "corr": request.correlation_id,
-                "flags": request.flags,
-                "params": request.parameters,
-                "outputs": outputs,
-                "inputs": [
-                    [t.name, t.datatype, t.shape, size] for t, size in zip(request.inputs, these)
-                ],
-            }
+            RequestItem(
+                request.id,
+                request.correlation_id,
+                request.flags,
+                request.parameters,
+                outputs,
+                [(t.name, t.datatype, t.shape, size) for t, size in zip(request.inputs, these)],
+            )
         )
-    message: dict[str, Any] = {"op": "exec", "requests": items}
-    if slots is not None:
-        message["slots"] = slots
-    if refs is not None:
-        message["refs"] = refs
-    if keep:
-        message["keep"] = keep
-    if poll:
-        message["poll"] = 1
+    message = Exec(items, slots, refs, keep, poll)
     frame = encode(message)
     if slots is not None or keep or not (n == 1 and fixed and batch[0].layout_key is not None):
         return frame, None
-    other = dict(message)
-    if poll:
-        del other["poll"]
-    else:
-        other["poll"] = 1
-    other_frame = encode(other)
+    other_frame = encode(msgspec.structs.replace(message, poll=not poll))
     frames = (other_frame, frame) if poll else (frame, other_frame)
     return frame, (frames, offsets, sizes, end)
 
 
 def read_responses(
-    batch: list[InferRequest], reply: dict, out_buf: Any, label: str, kept: Any = None
+    batch: list[InferRequest], reply: Result, out_buf: Any, label: str, kept: Any = None
 ) -> list[InferResponse]:
     """One response per request from the reply's items (``0``: the item before again).
 
@@ -135,10 +123,10 @@ def read_responses(
     ``kept`` (a shared arena's block, where the worker wrote this batch's outputs, or a
     copy of the output arena the caller already made) they are views of ``kept``
     instead: nothing is copied here."""
-    items = reply["responses"]
+    items = reply.responses
     if len(items) != len(batch):
         raise InternalError(f"instance '{label}' returned a malformed reply")
-    end = reply.get("end", 0)
+    end = reply.end
     block: Any = b""
     if kept is not None:
         block = kept
@@ -147,14 +135,16 @@ def read_responses(
     responses: list[InferResponse] = []
     dtypes = RAW_DTYPES
     pos = 0
-    item: dict = {}
+    item: Any = None
     for request, entry in zip(batch, items):
         if entry != 0:
             item = entry
         response = InferResponse(request.model_name, request.model_version, request.id)
-        outputs = item.get("outputs")
+        outputs = item.outputs
         if outputs is None:
-            err = item["error"]
+            err = item.error
+            if err is None:
+                raise InternalError(f"instance '{label}' returned a malformed reply")
             response.error = error_from_code(err[0], err[1])
         else:
             tensors = response.outputs
@@ -171,7 +161,7 @@ def read_responses(
                 else:
                     data = np.empty(shape, dtype)
                 tensors.append(OutputTensor(name, datatype, data.shape, data))
-            params = item.get("params")
+            params = item.params
             if params:
                 response.parameters = params
         responses.append(response)

@@ -9,8 +9,9 @@ control socket (one batch at a time) is not involved.
 
 A streamed call (BLS to a decoupled model) is answered with :meth:`WorkerCall.send_part`
 per response, then one final :meth:`WorkerCall.reply`. The worker may send two records
-that are not calls, naming a streamed call by ``call``: ``more`` (model code took ``n``
-answers: at most ``MAX_UNREAD`` may be untaken) and ``cancel``.
+that are not calls, naming a streamed call by ``call``: ``MoreAnswers`` (model code took
+``n`` answers: at most ``MAX_UNREAD`` may be untaken) and ``CancelCall``. Every record's
+kind is declared in ``tritium.ipc.messages``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import contextlib
 import logging
 import os
 import socket
+import struct
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+
+import msgspec
 
 from tritium.ipc.arena import Arena
 from tritium.ipc.call_records import (
@@ -34,6 +37,7 @@ from tritium.ipc.call_records import (
     encode_record,
     unpack_tensors,
 )
+from tritium.ipc.messages import Call, CallReply, CancelCall, MoreAnswers, decode_call
 
 log = logging.getLogger("tritium.workers")
 
@@ -42,7 +46,7 @@ MAX_OPEN_CALLS = 4096
 
 
 class WorkerCall:
-    """One request from model code: its document and its tensors (views that stay valid
+    """One request from model code: its message and its tensors (views that stay valid
     until :meth:`release`)."""
 
     __slots__ = ("channel", "message", "tensors", "on_abandon", "on_cancel", "unread", "_arena")
@@ -50,7 +54,7 @@ class WorkerCall:
     def __init__(
         self,
         channel: CallChannel,
-        message: dict[str, Any],
+        message: Call,
         tensors: list[Tensor],
         arena: Arena | None,
     ) -> None:
@@ -75,27 +79,27 @@ class WorkerCall:
         if arena is not None:
             arena.close()
 
-    def reply(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> None:
+    def reply(self, message: CallReply, tensors: Sequence[Tensor] = ()) -> None:
         """The answer (a streamed call's last one)."""
         self.release()
         self.channel.open_calls.discard(self)
         if self.on_cancel is not None:
             self.on_cancel = None
-            self.channel.streams.pop(self.message.get("id", 0), None)
-        self.channel.reply(self.message.get("id", 0), message, list(tensors))
+            self.channel.streams.pop(self.message.id, None)
+        self.channel.reply(self.message.id, message, list(tensors))
 
     def open_stream(self, on_cancel: Callable[[], object]) -> None:
         """This call is answered by several replies; ``on_cancel`` runs if the worker
         cancels it (it must still end the call with :meth:`reply`)."""
         self.on_cancel = on_cancel
-        self.channel.streams[self.message.get("id", 0)] = self
+        self.channel.streams[self.message.id] = self
 
-    def send_part(self, message: dict[str, Any], tensors: Sequence[Tensor] = ()) -> bool:
+    def send_part(self, message: CallReply, tensors: Sequence[Tensor] = ()) -> bool:
         """One answer of a streamed call, more to follow. False once model code has
         more than ``MAX_UNREAD`` answers untaken: the caller should end the call."""
-        message["more"] = True
+        message.more = True
         self.unread += 1
-        self.channel.reply(self.message.get("id", 0), message, list(tensors))
+        self.channel.reply(self.message.id, message, list(tensors))
         return self.unread <= MAX_UNREAD
 
 
@@ -134,14 +138,14 @@ class CallChannel:
 
     def _received(self, data: bytes, fds: list[int]) -> None:
         arena: Arena | None = None
+        tensors: list[Tensor] = []
         try:
-            message, inline = decode_record(data)
-            if fds:
-                arena = Arena(fds[0], int(message["shm"]))
-            buf = arena.buf if arena is not None else inline
-            tensors = (
-                unpack_tensors(message.get("inputs", ()), buf) if message.get("inputs") else []
-            )
+            message, inline = decode_record(data, decode_call)
+            if not isinstance(message, (MoreAnswers, CancelCall)):
+                if fds:
+                    arena = Arena(fds[0], message.shm)
+                buf = arena.buf if arena is not None else inline
+                tensors = unpack_tensors(message.inputs, buf) if message.inputs else []
         except Exception as exc:  # noqa: BLE001 - a malformed record is answered, not fatal
             if arena is not None:
                 arena.close()
@@ -149,39 +153,45 @@ class CallChannel:
                 for fd in fds:
                     os.close(fd)
             log.warning("%s: malformed call from model code: %s", self.label, exc)
+            call_id = _call_id(data)
+            if call_id:
+                self.reply(call_id, CallReply(error=("INVALID_ARG", str(exc))), [])
             return
-        if "call" in message:
+        if isinstance(message, (MoreAnswers, CancelCall)):
+            for fd in fds:
+                os.close(fd)
             self._stream_notice(message)
             return
         call = WorkerCall(self, message, tensors, arena)
         if self._handler is None:
-            call.reply({"error": ["UNSUPPORTED", "calls from model code are not available"]})
+            call.reply(CallReply(error=("UNSUPPORTED", "calls from model code are not available")))
             return
         if len(self.open_calls) >= MAX_OPEN_CALLS:
             error = f"more than {MAX_OPEN_CALLS} requests from this instance are in flight"
-            call.reply({"error": ["UNAVAILABLE", error]})
+            call.reply(CallReply(error=("UNAVAILABLE", error)))
             return
         self.open_calls.add(call)
         try:
             self._handler(call)
         except Exception as exc:  # noqa: BLE001 - the caller gets the error, the server goes on
             log.exception("%s: handling a call from model code failed", self.label)
-            call.reply({"error": ["INTERNAL", str(exc)]})
+            call.reply(CallReply(error=("INTERNAL", str(exc))))
 
-    def _stream_notice(self, message: dict[str, Any]) -> None:
-        """``more`` or ``cancel`` for a streamed call (one already answered is ignored)."""
-        call = self.streams.get(message["call"])
+    def _stream_notice(self, message: MoreAnswers | CancelCall) -> None:
+        """``MoreAnswers`` or ``CancelCall`` for a streamed call (one already answered is
+        ignored)."""
+        call = self.streams.get(message.call)
         if call is None:
             return
-        if message.get("op") == "more":
-            call.unread = max(0, call.unread - int(message.get("n", 0)))
-        elif message.get("op") == "cancel" and call.on_cancel is not None:
+        if type(message) is MoreAnswers:
+            call.unread = max(0, call.unread - message.n)
+        elif call.on_cancel is not None:
             call.on_cancel()
 
-    def reply(self, call_id: int, message: dict[str, Any], tensors: list[Tensor]) -> None:
+    def reply(self, call_id: int, message: CallReply, tensors: list[Tensor]) -> None:
         if self._closed:
             return
-        message["id"] = call_id
+        message.id = call_id
         inline, arena = attach_tensors(message, "outputs", tensors)
         record = encode_record(message, inline)
         if len(record) > MAX_RECORD:
@@ -190,7 +200,7 @@ class CallChannel:
                 arena.close()
                 arena = None
             error = f"the response's description exceeds {MAX_RECORD} bytes"
-            record = encode_record({"id": call_id, "error": ["INTERNAL", error]})
+            record = encode_record(CallReply(call_id, ("INTERNAL", error)))
         self._outbox.append((record, arena.fd if arena is not None else None, arena))
         if not self._writing:
             self._flush()
@@ -238,3 +248,12 @@ class CallChannel:
             if call.on_abandon is not None:
                 call.on_abandon()
         self.sock.close()
+
+
+def _call_id(data: bytes) -> int:
+    """The id of a call that could not be read, to answer it with the error (0: none)."""
+    try:
+        (length,) = struct.unpack_from("<I", data)
+        return int(msgspec.json.decode(data[4 : 4 + length])["id"])
+    except Exception:  # noqa: BLE001 - not even that: nobody to answer
+        return 0

@@ -30,7 +30,9 @@ from tritium.core.clock import now_ns
 from tritium.core.completion import Completion
 from tritium.core.errors import Unavailable
 from tritium.core.statistics import ModelStatistics
-from tritium.workers.process import WorkerDied, WorkerProcess
+from tritium.ipc.messages import Init
+from tritium.workers.launch import WorkerDied
+from tritium.workers.process import WorkerProcess
 from tritium.workers.restart_backoff import BackoffPolicy, RestartBackoff
 
 log = logging.getLogger("tritium.workers")
@@ -119,13 +121,8 @@ class ModelInstance:
         """Running, and the model's optional ``is_ready()`` last said yes."""
         return self._ready.is_set() and self.process is not None and self.process.model_ready
 
-    def init_message(self, config: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "config": config,
-            "instance_name": self.spec.name,
-            "kind": self.spec.kind,
-            "device_id": self.spec.device_id,
-        }
+    def init_message(self, config: dict[str, Any]) -> Init:
+        return Init(config, self.spec.name, self.spec.kind, self.spec.device_id)
 
     async def start(self) -> None:
         self._adopt(await self._starter(self))

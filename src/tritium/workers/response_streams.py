@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import socket
 import struct
-from typing import Any
 
 import numpy as np
 
@@ -24,18 +23,13 @@ from tritium.core.errors import InternalError, TritiumError, Unavailable, error_
 from tritium.ipc import Arena, recv_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Response
 
 log = logging.getLogger("tritium.workers")
 
 #: Decoupled requests one instance may hold open at once (sent and not final).
 MAX_OPEN = 4096
 _CONSUMED = struct.Struct("<Q")
-
-
-class ResponseSink:
-    """What a decoupled request's ``responses`` attribute must offer."""
-
-    def on_response(self, response: InferResponse | None, final: bool) -> None: ...
 
 
 class ResponseStreams:
@@ -56,11 +50,10 @@ class ResponseStreams:
     def open(self, batch: list[InferRequest]) -> list[int]:
         """A slot per request of ``batch`` (raises UNAVAILABLE when too many are open)."""
         if len(batch) > len(self._free):
-            raise Unavailable(
-                f"instance '{self.label}' has too many decoupled requests in flight"
-            )
+            raise Unavailable(f"instance '{self.label}' has too many decoupled requests in flight")
         slots = []
         buf = self.flags.buf
+        assert buf is not None
         for request in batch:
             slot = self._free.pop()
             buf[slot] = 0
@@ -70,20 +63,20 @@ class ResponseStreams:
 
     def cancel(self, request: InferRequest) -> None:
         for slot, held in self._open.items():
-            if held is request:
+            if held is request and self.flags.buf is not None:
                 self.flags.buf[slot] = 1
                 return
 
-    def on_response(self, message: dict[str, Any]) -> None:
-        """One ``resp`` message: copy its outputs out and hand them to the request."""
-        if "ring" in message:
-            self._take_ring(int(message["ring"]))
-        slot = message["slot"]
-        final = bool(message.get("final"))
+    def on_response(self, message: Response) -> None:
+        """One response message: copy its outputs out and hand them to the request."""
+        if message.ring:
+            self._take_ring(message.ring)
+        slot = message.slot
+        final = message.final
         request = self._open.get(slot)
         response: InferResponse | None = None
         try:
-            if "outputs" in message or "error" in message:
+            if message.outputs is not None or message.error is not None:
                 response = self._read(message, request)
         except (TritiumError, KeyError, TypeError, ValueError) as exc:
             log.exception("%s: malformed response from worker", self.label)
@@ -92,8 +85,9 @@ class ResponseStreams:
                 exc if isinstance(exc, TritiumError) else InternalError("malformed response")
             )
         finally:
-            if "upto" in message and self._ring is not None:
-                _CONSUMED.pack_into(self._ring.buf, 0, message["upto"])
+            ring = self._ring
+            if message.upto is not None and ring is not None and ring.buf is not None:
+                _CONSUMED.pack_into(ring.buf, 0, message.upto)
         if request is None:
             log.warning("%s: response for a request that is not open (slot %s)", self.label, slot)
             return
@@ -107,18 +101,18 @@ class ResponseStreams:
             except Exception:  # noqa: BLE001 - one consumer's bug must not cut the worker off
                 log.exception("%s: a response consumer failed", self.label)
 
-    def _read(self, message: dict[str, Any], request: InferRequest | None) -> InferResponse:
+    def _read(self, message: Response, request: InferRequest | None) -> InferResponse:
         name = request.model_name if request is not None else ""
         version = request.model_version if request is not None else ""
         response = InferResponse(name, version, request.id if request is not None else "")
-        err = message.get("error")
+        err = message.error
         if err is not None:
             response.error = error_from_code(err[0], err[1])
             return response
-        params = message.get("params")
+        params = message.params
         if params:
             response.parameters = params
-        outputs = message["outputs"]
+        outputs = message.outputs
         if not outputs:
             return response
         size = 0
@@ -127,7 +121,7 @@ class ResponseStreams:
         block = bytearray()
         if size:  # outputs with no bytes at all travel without the ring
             ring = self._ring
-            start = message.get("off", 0)
+            start = message.off
             if ring is None or ring.buf is None or start + size > ring.size:
                 raise InternalError(f"instance '{self.label}' returned a malformed response")
             block = bytearray(memoryview(ring.buf)[start : start + size])

@@ -18,13 +18,12 @@ from typing import Any
 
 from tritium.core import InferRequest
 from tritium.ipc import Arena, send_fd
+from tritium.ipc.messages import Continue, NewArena, Result, ToWorker, Unmap
 from tritium.ipc.shared_arenas import KEEP_MIN_BYTES, SharedArena, reference
 from tritium.workers.batch_messages import write_batch
 from tritium.workers.output_pool import OutputPool, OutputPoolStatistics
 
 _MAX_MAPPED = 64  # shared arenas (its own and other workers') one worker maps at most
-
-Message = dict[str, Any]
 
 
 def has_steps(batch: list[InferRequest]) -> bool:
@@ -37,8 +36,8 @@ def has_steps(batch: list[InferRequest]) -> bool:
 class StepTensors:
     def __init__(
         self,
-        send: Callable[[Message], None],
-        post: Callable[[Message], None],
+        send: Callable[[ToWorker], None],
+        post: Callable[[ToWorker], None],
         fd_socket: Callable[[], Any],
         grow_out: Callable[[int], None],
     ) -> None:
@@ -104,32 +103,32 @@ class StepTensors:
         frame, _ = write_batch(batch, arena_for, None, poll, refs if count else None, keep)
         return frame
 
-    def kept(self, reply: Message) -> Any:
+    def kept(self, reply: Result) -> Any:
         """The reply to the step batch in flight has come: the block its outputs are
         views of when the worker kept them in the lent arena, else None (they are in
         the output arena, to copy as usual)."""
         self.in_flight = False
-        end = reply.get("end", 0)
+        end = reply.end
         self._big_outputs = end >= KEEP_MIN_BYTES
         lent, self._lent = self._lent, None
         if lent is None:
             return None
         assert self._pool is not None
-        if reply.get("kept") == lent.id:
+        if reply.kept == lent.id:
             return self._pool.keep(lent, end)
         self._pool.give_back(lent)
         return None
 
-    def need(self, needed: int) -> Message:
+    def need(self, needed: int) -> Continue:
         """The outputs do not fit the lent arena: the message that lends a bigger one,
         or (past the pool's bound) has them written to the output arena as usual."""
         lent, self._lent = self._lent, None
         if lent is not None and self._pool is not None:
             self._lent = self._pool.grow(lent, needed)
         if self._lent is not None:
-            return {"op": "continue", "keep": self._lent.id}
+            return Continue(keep=self._lent.id)
         self._grow_out(needed)
-        return {"op": "continue"}
+        return Continue()
 
     def failed(self) -> None:
         """The step batch in flight ended without responses."""
@@ -141,7 +140,7 @@ class StepTensors:
     def forget(self, arena_id: int) -> None:
         """A shared arena the worker mapped is closing: the worker unmaps it."""
         if self._mapped.pop(arena_id, None) is not None:
-            self._post({"op": "unmap", "id": arena_id})
+            self._post(Unmap(id=arena_id))
 
     def close(self) -> None:
         """The worker is gone: close its pool (the workers that mapped those arenas
@@ -163,7 +162,7 @@ class StepTensors:
             return False
         # Descriptor first, then the message that tells the worker to pick it up.
         send_fd(sock, arena.fd)
-        self._send({"op": "arena", "which": "shared", "id": arena.id, "size": arena.size})
+        self._send(NewArena("shared", arena.size, arena.id))
         self._mapped[arena.id] = arena
         arena.readers.add(self)
         return True

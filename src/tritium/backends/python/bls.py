@@ -26,8 +26,10 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tritium.backends.python.bls_answers import Answer, CallError
+from tritium.backends.python.bls_streams import ReplyStream
 from tritium.ipc.call_records import (
     MAX_RECORD,
     Tensor,
@@ -36,35 +38,19 @@ from tritium.ipc.call_records import (
     encode_record,
     unpack_tensors,
 )
-
-if TYPE_CHECKING:
-    from tritium.backends.python.bls_streams import ReplyStream
+from tritium.ipc.messages import Call as CallMessage
+from tritium.ipc.messages import CallReply, CancelCall, MoreAnswers, decode_call_reply
 
 #: How long past a call's own timeout (or at all, without one) a caller waits for the
 #: server before giving up on it: the server answers every call, this is for a lost one.
 NO_ANSWER_S = 24 * 3600.0
 
-
-class CallError(Exception):
-    """The server answered a call with an error: ``code`` is a core error code name."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class Answer:
-    """The server's answer to one call: its document and output tensors."""
-
-    __slots__ = ("message", "tensors")
-
-    def __init__(self, message: dict[str, Any], tensors: list[Tensor]) -> None:
-        self.message = message
-        self.tensors = tensors
+__all__ = ["NO_ANSWER_S", "Answer", "CallClient", "CallError", "ReplyStream"]
 
 
 class CallClient:
+    """Model code's end of the call channel (one per worker; implements ``StreamClient``)."""
+
     def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         self._sock = sock
         # A synchronous caller polls for its answer this long before it sleeps: the answer
@@ -85,7 +71,7 @@ class CallClient:
 
     def start(
         self,
-        message: dict[str, Any],
+        message: CallMessage,
         tensors: Sequence[Tensor] = (),
         stream: ReplyStream | None = None,
     ) -> Future[Answer]:
@@ -99,7 +85,7 @@ class CallClient:
             future.set_exception(CallError("UNAVAILABLE", self._broken))
             return future
         call_id = next(self._ids)
-        message["id"] = call_id
+        message.id = call_id
         inline, arena = attach_tensors(message, "inputs", list(tensors))
         record = encode_record(message, inline)
         if len(record) > MAX_RECORD:
@@ -133,7 +119,7 @@ class CallClient:
             self._send_cancels()
         return future
 
-    def notify(self, message: dict[str, Any]) -> None:
+    def notify(self, message: MoreAnswers | CancelCall) -> None:
         """Send a record that gets no answer (``more`` / ``cancel`` of a streamed call)."""
         if self._broken is not None:
             return
@@ -157,7 +143,7 @@ class CallClient:
                 call_id = self._unsent_cancels.popleft()
                 if self._broken is None:
                     with contextlib.suppress(OSError):
-                        self._sock.sendall(encode_record({"op": "cancel", "call": call_id}))
+                        self._sock.sendall(encode_record(CancelCall(call_id)))
         finally:
             self._send_lock.release()
 
@@ -180,7 +166,7 @@ class CallClient:
 
     def call(
         self,
-        message: dict[str, Any],
+        message: CallMessage,
         tensors: Sequence[Tensor] = (),
         timeout: float | None = None,
     ) -> Answer:
@@ -209,7 +195,7 @@ class CallClient:
         return future.result()
 
     def start_async(
-        self, message: dict[str, Any], tensors: Sequence[Tensor] = ()
+        self, message: CallMessage, tensors: Sequence[Tensor] = ()
     ) -> asyncio.Future[Answer]:
         """:meth:`start`, answered on the running event loop (by the reader thread)."""
         loop = asyncio.get_running_loop()
@@ -264,8 +250,8 @@ class CallClient:
         return True
 
     def _answer(self, data: bytes, fds: list[int]) -> None:
-        message, inline = decode_record(data)
-        call_id = int(message.get("id", 0))
+        message, inline = decode_record(data, decode_call_reply)
+        call_id = message.id
         with self._pending_lock:
             future = self._pending.pop(call_id, None)
         if future is None:
@@ -283,7 +269,7 @@ class CallClient:
             return
         if future.done():
             return
-        error = message.get("error")
+        error = message.error
         if error is not None:
             future.set_exception(CallError(str(error[0]), str(error[1])))
         else:
@@ -292,11 +278,11 @@ class CallClient:
     def _stream_answer(
         self,
         stream: ReplyStream | None,
-        message: dict[str, Any],
+        message: CallReply,
         inline: memoryview,
         fds: list[int],
     ) -> None:
-        final = not message.get("more", False)
+        final = not message.more
         if stream is None:  # dropped: only close what came with it
             for fd in fds:
                 os.close(fd)
@@ -308,7 +294,7 @@ class CallClient:
         except Exception as exc:  # noqa: BLE001 - the caller hears of it
             stream.deliver(CallError("INTERNAL", f"malformed answer: {exc}"), final)
             return
-        error = message.get("error")
+        error = message.error
         if error is not None:
             stream.deliver(CallError(str(error[0]), str(error[1])), final)
         else:
@@ -326,17 +312,17 @@ class CallClient:
             stream.deliver(CallError("UNAVAILABLE", reason), True)
 
 
-def _tensors(message: dict[str, Any], inline: memoryview, fds: list[int]) -> list[Tensor]:
+def _tensors(message: CallReply, inline: memoryview, fds: list[int]) -> list[Tensor]:
     """An answer's output tensors, in memory model code may change (an arena is mapped
     privately, inline bytes copied: writable arrays, as Triton's are)."""
     if fds:
         try:
-            buf: Any = mmap.mmap(fds[0], int(message["shm"]), flags=mmap.MAP_PRIVATE)
+            buf: Any = mmap.mmap(fds[0], message.shm, flags=mmap.MAP_PRIVATE)
         finally:
             os.close(fds[0])
     else:
         buf = bytearray(inline)
-    descriptors = message.get("outputs")
+    descriptors = message.outputs
     return unpack_tensors(descriptors, buf) if descriptors else []
 
 

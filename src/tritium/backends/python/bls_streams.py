@@ -17,24 +17,38 @@ import asyncio
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from tritium.backends.python.bls import CallError
+from tritium.backends.python.bls_answers import Answer, CallError
 from tritium.ipc.call_records import MAX_UNREAD
+from tritium.ipc.messages import CancelCall, MoreAnswers
 
-if TYPE_CHECKING:
-    from tritium.backends.python.bls import Answer, CallClient
-
-    Item = Answer | CallError
+Item = Answer | CallError
 
 #: Model code reports what it took after this many answers (well under ``MAX_UNREAD``).
 ACK_EVERY = MAX_UNREAD // 16
 
 
+class StreamClient(Protocol):
+    """What a reply stream needs of the call channel's client (``bls.CallClient``)."""
+
+    def notify(self, message: MoreAnswers | CancelCall) -> None:
+        """Send a record that gets no answer (``more``, ``cancel``)."""
+
+    def wait_stream(self, stream: ReplyStream, deadline: float) -> None:
+        """Until ``stream`` has an answer queued, or ``deadline`` (monotonic) passes."""
+
+    def ensure_reader(self) -> None:
+        """Start the thread that reads answers off the socket, if it is not running."""
+
+    def drop_stream(self, call_id: int) -> None:
+        """Nobody reads the call's answers any more: cancel it, discard what comes."""
+
+
 class ReplyStream:
     __slots__ = ("client", "call_id", "closed", "_cond", "_items", "_waiter", "_untold")
 
-    def __init__(self, client: CallClient) -> None:
+    def __init__(self, client: StreamClient) -> None:
         self.client = client
         self.call_id = 0  # set when the call is sent
         #: True once the final answer was taken, or the call cancelled or dropped.
@@ -101,13 +115,13 @@ class ReplyStream:
             return
         self._untold += 1
         if self._untold >= ACK_EVERY:
-            self.client.notify({"op": "more", "call": self.call_id, "n": self._untold})
+            self.client.notify(MoreAnswers(self.call_id, self._untold))
             self._untold = 0
 
     def cancel(self) -> None:
         """Ask the server to cancel the call; its last answer still comes (an error)."""
         if not self.closed:
-            self.client.notify({"op": "cancel", "call": self.call_id})
+            self.client.notify(CancelCall(self.call_id))
 
     def drop(self) -> None:
         """Nobody will read on: cancel the call and discard what still comes."""

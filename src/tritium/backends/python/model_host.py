@@ -1,5 +1,6 @@
 """Hosts one ``TritonPythonModel`` inside a worker: load, auto-complete, initialize,
-execute batches against arena-backed tensors, finalize.
+execute batches against arena-backed tensors, finalize. A batch's requests are built in
+``batch_inputs``, its responses collected and written in ``batch_outputs``.
 
 Everything user code can get wrong (raising, returning the wrong number or kind of
 responses, bad output tensors) becomes a per-request error with a clear message; the
@@ -17,25 +18,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tritium.backends.python import pb_utils
+from tritium.backends.python.batch_inputs import Refs, build_requests
+from tritium.backends.python.batch_outputs import collect, write_outputs
 from tritium.backends.python.coroutines import CoroutineRunner
-from tritium.backends.python.pb_utils_errors import error_pair
+from tritium.backends.python.pb_utils_errors import describe
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
-from tritium.core.datatypes import RAW_DTYPES, serialize_bytes
 from tritium.ipc import Arena
-from tritium.ipc import tensors as ipc_tensors
-from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Init, Load, Need, ReplyItem, RequestItem, Result
 from tritium.ipc.shared_arenas import KEEP_MIN_BYTES
 
-_new_tensor = object.__new__
 #: A shared arena lent for a batch's outputs: (id, arena).
 Keep = tuple[int, Arena]
-#: Inputs read in place: one ``[arena id, offset]`` or ``0`` per input, and the shared
-#: arenas by id.
-Refs = tuple[list[Any], dict[int, Arena]]
 
 
 def _flag_reader(buf: Any, slot: int) -> Any:
@@ -46,23 +41,18 @@ class ModelLoadError(Exception):
     code = "INVALID_ARG"
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 class ModelHost:
-    def __init__(self, spec: dict[str, Any]) -> None:
+    def __init__(self, spec: Load) -> None:
         self.spec = spec
-        self.model_name: str = spec["model_name"]
-        self.version: str = str(spec["model_version"])
-        self.model_dir = Path(spec["model_dir"])
-        self.config: dict[str, Any] = spec.get("config") or {}
+        self.model_name = spec.model_name
+        self.version = spec.model_version
+        self.model_dir = Path(spec.model_dir)
+        self.config: dict[str, Any] = spec.config
         self.model_class: Any = None
         self.model: Any = None
         self.instance_name = self.model_name
         self._pending: list[tuple[int, list[Any]]] | None = None
-        self._pending_replies: list[dict[str, Any]] | None = None
+        self._pending_replies: list[ReplyItem] | None = None
         self._pending_end = 0
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
         self._all_outputs: list[str] = []
@@ -77,7 +67,7 @@ class ModelHost:
         after auto-complete (None when auto-complete did not run)."""
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
-        apply_startup_settings(int(self.spec.get("log_verbose", 0)), str(self.model_dir.parent))
+        apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
         filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
         path = version_dir / filename
@@ -95,7 +85,7 @@ class ModelHost:
         except Exception as exc:
             log_exception()
             raise ModelLoadError(
-                f"failed to load model '{self.model_name}': {_describe(exc)}"
+                f"failed to load model '{self.model_name}': {describe(exc)}"
             ) from exc
         model_class = getattr(module, "TritonPythonModel", None)
         if model_class is None:
@@ -104,13 +94,13 @@ class ModelHost:
                 "class 'TritonPythonModel'"
             )
         self.model_class = model_class
-        if self.spec.get("auto_complete") and hasattr(model_class, "auto_complete_config"):
+        if self.spec.auto_complete and hasattr(model_class, "auto_complete_config"):
             try:
                 cfg = model_class.auto_complete_config(pb_utils.ModelConfig(self.config))
             except Exception as exc:
                 log_exception()
                 raise ModelLoadError(
-                    f"auto_complete_config failed for model '{self.model_name}': {_describe(exc)}"
+                    f"auto_complete_config failed for model '{self.model_name}': {describe(exc)}"
                 ) from exc
             if cfg is None or not hasattr(cfg, "as_dict"):
                 raise ModelLoadError(
@@ -121,17 +111,17 @@ class ModelHost:
             return self.config
         return None
 
-    def initialize(self, message: dict[str, Any]) -> None:
-        self.config = message["config"]
+    def initialize(self, message: Init) -> None:
+        self.config = message.config
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.coroutines.inline = not self.decoupled
-        self.instance_name = message["instance_name"]
+        self.instance_name = message.instance_name
         args = {
             "model_config": json.dumps(self.config),
-            "model_instance_kind": message.get("kind", "CPU"),
+            "model_instance_kind": message.kind,
             "model_instance_name": self.instance_name,
-            "model_instance_device_id": str(message.get("device_id", 0)),
+            "model_instance_device_id": str(message.device_id),
             "model_repository": str(self.model_dir),
             "model_version": self.version,
             "model_name": self.model_name,
@@ -147,7 +137,7 @@ class ModelHost:
         except Exception as exc:
             log_exception()
             raise ModelLoadError(
-                f"Failed to initialize model instance '{self.instance_name}': {_describe(exc)}"
+                f"Failed to initialize model instance '{self.instance_name}': {describe(exc)}"
             ) from exc
 
     @property
@@ -196,89 +186,22 @@ class ModelHost:
 
     # -- execution ----------------------------------------------------------------------
 
-    def _build_requests(
-        self, items: list[dict[str, Any] | int], arena: Arena, refs: Refs | None = None
-    ) -> list[Any]:
-        """pb_utils requests over the arena: one per item (``0``: the item before again),
-        inputs back to back after the batch's cancellation flags. With ``refs`` (one per
-        input: ``[arena id, offset]`` or ``0``, and the shared arenas by id) an input with a
-        reference is a view of that shared arena instead (and takes no room here)."""
-        buf = arena.buf
-        next_ref = None
-        if refs is not None:
-            next_ref = iter(refs[0]).__next__
-            shared = refs[1]
-        requests = []
-        make_tensor = _new_tensor
-        tensor_class = pb_utils.Tensor
-        dtypes = RAW_DTYPES
-        received = pb_utils.InferenceRequest._received
-        model_name, version, all_outputs = self.model_name, self.version, self._all_outputs
-        pos = (len(items) + ALIGN_MASK) & ~ALIGN_MASK
-        item: dict[str, Any] = {}
-        for index, entry in enumerate(items):
-            if entry != 0:
-                item = entry  # type: ignore[assignment]
-            inputs = []
-            for name, wire, shape, nbytes in item["inputs"]:
-                off = pos
-                pos = (off + nbytes + ALIGN_MASK) & ~ALIGN_MASK
-                dtype = dtypes.get(wire)
-                if next_ref is not None:
-                    ref = next_ref()
-                    if ref:
-                        # Another step's output, read where its worker wrote it.
-                        tensor = make_tensor(tensor_class)
-                        tensor._name = name
-                        tensor._array = np.ndarray(shape, dtype, shared[ref[0]].buf, ref[1])
-                        tensor._datatype = wire
-                        inputs.append(tensor)
-                        continue
-                if dtype is None:  # BYTES: decoded into an object array
-                    inputs.append(
-                        tensor_class._from_buffer(
-                            name, ipc_tensors.view(buf, wire, shape, off, nbytes), wire
-                        )
-                    )
-                    continue
-                # Fixed-size: a numpy view over the arena, no copy.
-                tensor = make_tensor(tensor_class)
-                tensor._name = name
-                tensor._array = np.ndarray(shape, dtype, buf, off)
-                tensor._datatype = wire
-                inputs.append(tensor)
-            outputs = item["outputs"]
-            params = item["params"]
-            requests.append(
-                received(
-                    inputs,
-                    set(all_outputs if outputs is None else outputs),
-                    model_name,
-                    version,
-                    item["id"],
-                    item["corr"],
-                    item["flags"],
-                    0,
-                    json.dumps(params, separators=(",", ":")) if params else "{}",
-                    lambda i=index: buf[i] != 0,
-                )
-            )
-        return requests
-
     def execute(
         self,
-        items: list[dict[str, Any] | int],
+        items: list[RequestItem | int],
         in_arena: Arena,
         out_arena: Arena,
         keep: Keep | None = None,
         refs: Refs | None = None,
     ) -> Any:
-        """The reply to one batch: a dict, or (while the worker serves on the model's
+        """The reply to one batch (``Result`` or ``Need``), or (while the worker serves on the model's
         loop, for an ``async def execute``) a coroutine that returns it. ``keep`` (id,
         arena) is a shared arena lent for outputs of at least ``KEEP_MIN_BYTES``; ``refs``
-        see :meth:`_build_requests`."""
+        see ``batch_inputs.build_requests``."""
         t0 = time.monotonic_ns()
-        requests = self._build_requests(items, in_arena, refs)
+        requests = build_requests(
+            items, in_arena, self.model_name, self.version, self._all_outputs, refs
+        )
         n = len(requests)
         t1 = time.monotonic_ns()
         try:
@@ -300,23 +223,22 @@ class ModelHost:
         t1: int,
         out_arena: Arena,
         keep: Keep | None = None,
-    ) -> dict:
+    ) -> Result | Need:
         try:
             result = await coro
         except Exception as exc:
             return self._failed(exc, len(requests), t0, t1)
         return self._finish(result, requests, t0, t1, out_arena, keep)
 
-    def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> dict:
+    def _failed(self, exc: Exception, n: int, t0: int, t1: int) -> Result:
         log_exception()
         message = (
             f"Failed to process the request(s) for model "
-            f"'{self.instance_name}', message: {_describe(exc)}"
+            f"'{self.instance_name}', message: {describe(exc)}"
         )
         t2 = time.monotonic_ns()
-        reply = {"op": "result", "responses": [{"error": ["INTERNAL", message]}] * n}
-        reply["t"] = [t1 - t0, t2 - t1, 0]
-        return reply
+        failed = ReplyItem(error=("INTERNAL", message))
+        return Result([failed] * n, [t1 - t0, t2 - t1, 0])
 
     def _finish(
         self,
@@ -326,48 +248,43 @@ class ModelHost:
         t1: int,
         out_arena: Arena,
         keep: Keep | None = None,
-    ) -> dict:
+    ) -> Result | Need:
         t2 = time.monotonic_ns()
-        replies, placed, end = self._collect(result, requests)
+        replies, placed, end = collect(result, requests, self.instance_name)
         self._timing = [t1 - t0, t2 - t1, t2]
         if keep is not None and end >= KEEP_MIN_BYTES:
             # Large outputs of an ensemble step stay in the shared arena lent for them.
             keep_id, keep_arena = keep
             if end > keep_arena.size:
-                return self._need(replies, placed, end, {"keep": keep_id})
+                return self._need(replies, placed, end, keep_id)
             return self.write_pending_to(replies, placed, keep_arena, end, keep_id)
         if end > out_arena.size:
             # Outputs do not fit: the server sends a bigger arena, then "continue".
             return self._need(replies, placed, end)
         return self._write(replies, placed, out_arena, end)
 
-    def _need(
-        self,
-        replies: list[dict[str, Any]],
-        placed: Any,
-        end: int,
-        extra: dict[str, Any] | None = None,
-    ) -> dict:
-        """Keep the collected outputs until the server lends room for ``end`` bytes."""
+    def _need(self, replies: list[ReplyItem], placed: Any, end: int, keep_id: int = 0) -> Need:
+        """Keep the collected outputs until the server lends room for ``end`` bytes (in
+        the shared arena ``keep_id`` when given)."""
         self._pending_replies = replies
         self._pending = placed
         self._pending_end = end
-        return {"op": "need", "size": end, **(extra or {})}
+        return Need(end, keep_id)
 
     def execute_decoupled(
         self,
-        items: list[dict[str, Any] | int],
+        items: list[RequestItem | int],
         slots: list[int],
         in_arena: Arena,
         flags: Arena,
         stream: ResponseStream,
-    ) -> dict:
+    ) -> Result:
         """Run ``execute`` for a decoupled model: every request gets a response sender
         for its slot (its cancellation flag is byte ``slot`` of ``flags``), and its
         responses travel on ``stream`` as they are sent. The reply only says the batch
         was taken; an ``async def execute`` goes on in the background."""
         t0 = time.monotonic_ns()
-        requests = self._build_requests(items, in_arena)
+        requests = build_requests(items, in_arena, self.model_name, self.version, self._all_outputs)
         flag_buf = flags.buf
         senders = []
         for request, slot in zip(requests, slots):
@@ -395,9 +312,9 @@ class ModelHost:
             log_exception()
             self._fail_senders(senders, exc)
         t2 = time.monotonic_ns()
-        taken: list[dict | int] = [{"outputs": []}]
+        taken: list[ReplyItem | int] = [ReplyItem(outputs=[])]
         taken.extend([0] * (len(requests) - 1))
-        return {"op": "result", "responses": taken, "t": [t1 - t0, t2 - t1, 0], "end": 0}
+        return Result(taken, [t1 - t0, t2 - t1, 0])
 
     def _decoupled_done(self, done: Any, senders: list[ResponseSender]) -> None:
         exc = done.exception()
@@ -408,75 +325,12 @@ class ModelHost:
     def _fail_senders(self, senders: list[ResponseSender], exc: BaseException) -> None:
         message = (
             f"Failed to process the request(s) for model '{self.instance_name}', "
-            f"message: {_describe(exc)}"
+            f"message: {describe(exc)}"
         )
         for sender in senders:
             sender._fail(message)
 
-    def _collect(self, result: Any, requests: list[Any]) -> tuple[list[dict], list[Any], int]:
-        """Per-request replies, and every output to write with its aligned arena offset:
-        ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
-        n = len(requests)
-        if not isinstance(result, (list, tuple)) or len(result) != n:
-            got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
-            message = (
-                f"Number of InferenceResponse objects do not match the number of requests "
-                f"for model instance '{self.instance_name}': expected {n} responses, got {got}"
-            )
-            return [{"error": ["INTERNAL", message]} for _ in range(n)], [], 0
-        replies: list[dict[str, Any]] = []
-        placed: list[Any] = []
-        pos = 0
-        response_type = pb_utils.InferenceResponse
-        for index, (response, request) in enumerate(zip(result, requests)):
-            # The pb_utils objects are tritium's own: read their fields directly, this
-            # loop runs for every response.
-            if type(response) is not response_type and not isinstance(response, response_type):
-                replies.append(
-                    {
-                        "error": [
-                            "INTERNAL",
-                            f"Expected an 'InferenceResponse' object in the execute function return "
-                            f"list, found type '{type(response).__name__}'",
-                        ]
-                    }
-                )
-                continue
-            err = response._error
-            if err is not None:
-                replies.append({"error": error_pair(err)})
-                continue
-            wanted = request._requested_output_names
-            outputs = []
-            start = pos
-            try:
-                for tensor in response._output_tensors:
-                    name = tensor._name
-                    if name not in wanted:
-                        continue
-                    wire = tensor._datatype
-                    array = tensor._array  # BF16: the raw uint16 words
-                    if wire == "BYTES":
-                        raw = serialize_bytes(array)
-                        size = len(raw)
-                    else:
-                        raw = None
-                        size = array.nbytes
-                    outputs.append((pos, index, name, wire, array.shape, array, raw))
-                    pos = (pos + size + ALIGN_MASK) & ~ALIGN_MASK
-            except Exception as exc:  # noqa: BLE001
-                log_exception()
-                pos = start
-                replies.append(
-                    {"error": ["INTERNAL", f"invalid output from model: {_describe(exc)}"]}
-                )
-                continue
-            params = response._parameters_dict
-            replies.append({"outputs": [], "params": params} if params else {"outputs": []})
-            placed.extend(outputs)
-        return replies, placed, pos
-
-    def write_pending(self, arena: Arena, keep_id: int = 0) -> dict:
+    def write_pending(self, arena: Arena, keep_id: int = 0) -> Result:
         """Write the outputs that did not fit, into ``arena`` (the shared arena
         ``keep_id`` when given)."""
         replies, pending = self._pending_replies, self._pending
@@ -485,26 +339,14 @@ class ModelHost:
         return self.write_pending_to(replies, pending, arena, self._pending_end, keep_id)
 
     def write_pending_to(
-        self, replies: list[dict], placed: list[Any], arena: Arena, end: int, keep_id: int
-    ) -> dict:
+        self, replies: list[ReplyItem], placed: list[Any], arena: Arena, end: int, keep_id: int
+    ) -> Result:
         reply = self._write(replies, placed, arena, end)
-        if keep_id:
-            reply["kept"] = keep_id
+        reply.kept = keep_id
         return reply
 
-    def _write(self, replies: list[dict], placed: list[Any], arena: Arena, end: int) -> dict:
-        """Write the outputs (back to back from the arena's start, as ``_collect`` placed
-        them) and the reply; a reply that repeats the one before is sent as ``0``."""
-        buf = arena.buf
-        write = ipc_tensors.write
-        for off, index, name, wire, shape, array, raw in placed:
-            nbytes = write(buf, off, array, raw)
-            replies[index]["outputs"].append([name, wire, shape, nbytes])
-        items: list[dict | int] = []
-        last = None
-        for reply in replies:
-            items.append(0 if reply == last else reply)
-            last = reply
+    def _write(self, replies: list[ReplyItem], placed: list[Any], arena: Arena, end: int) -> Result:
+        items = write_outputs(replies, placed, arena)
         timing = self._timing
         timing[2] = time.monotonic_ns() - timing[2]
-        return {"op": "result", "responses": items, "t": timing, "end": end}
+        return Result(items, timing, end)

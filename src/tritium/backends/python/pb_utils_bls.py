@@ -18,47 +18,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tritium.backends.python import bls
 from tritium.backends.python.bls_streams import ReplyStream
 from tritium.backends.python.pb_utils_errors import ErrorCode, TritonError, TritonModelException
+from tritium.backends.python.pb_utils_response import InferenceResponse
 from tritium.backends.python.pb_utils_tensor import Tensor
-
-if TYPE_CHECKING:
-    from tritium.backends.python.pb_utils_messages import InferenceRequest, InferenceResponse
-
-
-def _request_message(request: InferenceRequest) -> tuple[dict[str, Any], list[Any]]:
-    version = request._model_version
-    message = {
-        "op": "infer",
-        "model": request._model_name,
-        "version": "" if int(version) < 0 else str(version),
-        "outputs": sorted(request._requested_output_names),
-        "rid": request._request_id,
-        "corr": request._correlation_id,
-        "flags": request._flags,
-        "timeout": request._timeout,
-        "params": request._parameters,
-    }
-    tensors = [(t._name, t._datatype, t._array) for t in request._inputs]
-    return message, tensors
+from tritium.ipc.messages import Call, InferCall, LoadModelCall, ModelReadyCall, UnloadModelCall
 
 
 def _response(answer: bls.Answer) -> InferenceResponse:
-    from tritium.backends.python.pb_utils_messages import InferenceResponse
-
     outputs = [
         Tensor._from_buffer(name, array, datatype) for name, datatype, array in answer.tensors
     ]
-    params = answer.message.get("params") or None
+    params = answer.message.params or None
     return InferenceResponse(output_tensors=outputs, parameters=params)
 
 
 def _error_response(error: bls.CallError) -> InferenceResponse:
-    from tritium.backends.python.pb_utils_messages import InferenceResponse
-
     code = ErrorCode.__members__.get(error.code, ErrorCode.INTERNAL)
     return InferenceResponse(error=TritonError(error.message, code))
 
@@ -115,9 +93,8 @@ def _to_response(item: bls.Answer | bls.CallError) -> InferenceResponse:
     return _response(item)
 
 
-def _start_stream(request: InferenceRequest) -> ResponseIterator:
-    message, tensors = _request_message(request)
-    message["decoupled"] = True
+def _start_stream(message: InferCall, tensors: list[Any]) -> ResponseIterator:
+    message.decoupled = True
     try:
         client = bls.client()
     except bls.CallError as exc:
@@ -136,12 +113,11 @@ def _failed(stream: ReplyStream, error: bls.CallError) -> ReplyStream:
     return stream
 
 
-def exec_request(request: InferenceRequest, decoupled: bool = False) -> Any:
-    """``InferenceRequest.exec``: the response, or with ``decoupled`` a
-    :class:`ResponseIterator` of the responses."""
+def exec_request(message: InferCall, tensors: list[Any], decoupled: bool = False) -> Any:
+    """``InferenceRequest.exec`` of the call ``message`` with its input ``tensors``: the
+    response, or with ``decoupled`` a :class:`ResponseIterator` of the responses."""
     if decoupled:
-        return _start_stream(request)
-    message, tensors = _request_message(request)
+        return _start_stream(message, tensors)
     try:
         return _response(bls.client().call(message, tensors))
     except bls.CallError as exc:
@@ -160,7 +136,7 @@ async def _first_response(iterator: ResponseIterator) -> ResponseIterator:
     return iterator
 
 
-def async_exec_request(request: InferenceRequest, decoupled: bool = False) -> Any:
+def async_exec_request(message: InferCall, tensors: list[Any], decoupled: bool = False) -> Any:
     """An awaitable of the response (with ``decoupled``, of a :class:`ResponseIterator`,
     once the first response is in), sent at once so several run side by side."""
     try:
@@ -170,8 +146,7 @@ def async_exec_request(request: InferenceRequest, decoupled: bool = False) -> An
             "async_exec() must be awaited in a running event loop (async def execute)"
         ) from None
     if decoupled:
-        return asyncio.ensure_future(_first_response(_start_stream(request)))
-    message, tensors = _request_message(request)
+        return asyncio.ensure_future(_first_response(_start_stream(message, tensors)))
     try:
         future = bls.client().start_async(message, tensors)
     except bls.CallError as exc:
@@ -189,9 +164,9 @@ def _text(value: Any, what: str) -> str:
     return value
 
 
-def _manage(message: dict[str, Any]) -> Any:
+def _manage(message: Call) -> Any:
     try:
-        return bls.client().call(message).message.get("value")
+        return bls.client().call(message).message.value
     except bls.CallError as exc:
         raise TritonModelException(exc.message) from None
 
@@ -200,22 +175,16 @@ def is_model_ready(model_name: str, model_version: str = "") -> bool:
     """Whether the server has ``model_name`` (at ``model_version``, "" = latest) ready."""
     name = _text(model_name, "model_name")
     version = _text(model_version, "model_version")
-    return bool(_manage({"op": "ready", "model": name, "version": version}))
+    return bool(_manage(ModelReadyCall(name, version)))
 
 
 def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
     """Load (or reload) ``model_name`` from the repository (explicit model control)."""
     if files:
         raise TritonModelException("load_model(files=...) is not supported yet")
-    _manage({"op": "load", "model": _text(model_name, "model_name"), "config": config or ""})
+    _manage(LoadModelCall(_text(model_name, "model_name"), config or ""))
 
 
 def unload_model(model_name: str, unload_dependents: bool = False) -> None:
     """Unload ``model_name`` (explicit model control)."""
-    _manage(
-        {
-            "op": "unload",
-            "model": _text(model_name, "model_name"),
-            "unload_dependents": bool(unload_dependents),
-        }
-    )
+    _manage(UnloadModelCall(_text(model_name, "model_name"), bool(unload_dependents)))

@@ -90,7 +90,7 @@ def serialize_byte_tensor(input_tensor: np.ndarray) -> bytes | tuple[()] | None:
 
 def deserialize_bytes_tensor(encoded_tensor: bytes | memoryview | np.ndarray) -> np.ndarray:
     """Inverse of :func:`serialize_byte_tensor`: a flat object array of ``bytes``."""
-    return deserialize_bytes(encoded_tensor)
+    return deserialize_bytes(encoded_tensor)  # type: ignore[arg-type]  # any buffer works
 
 
 def get_input_config_by_name(model_config: dict[str, Any], name: str) -> dict[str, Any] | None:

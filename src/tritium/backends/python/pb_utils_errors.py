@@ -80,8 +80,14 @@ CODE_NAMES = (
 )
 
 
-def error_pair(error: TritonError) -> list[str]:
-    """``[core code name, message]`` of a model's error, as a reply carries it."""
+def error_pair(error: TritonError) -> tuple[str, str]:
+    """``(core code name, message)`` of a model's error, as a reply carries it."""
     code = error.code()
     name = CODE_NAMES[code] if isinstance(code, int) and 0 <= code < len(CODE_NAMES) else "INTERNAL"
-    return [name, error.message()]
+    return (name, error.message())
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: text`` of an exception model code raised, for the error a client sees."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -174,7 +174,7 @@ class Logger:
     VERBOSE = LogLevel.VERBOSE
 
     @staticmethod
-    def log(message: str, level: LogLevel = LogLevel.INFO) -> None:
+    def log(message: str, level: int = LogLevel.INFO) -> None:
         _emit(LogLevel(level), message, 2)
 
     @staticmethod

@@ -4,8 +4,9 @@ Constructor signatures, accessors, parameter rules and error texts follow Triton
 backend. Requests the server hands to ``execute`` are built by the worker through
 :meth:`InferenceRequest._from_server`; cancellation state stays with the worker, which
 passes a callable, and so does the response sender of a decoupled model's requests.
-``exec``/``async_exec`` (BLS, ``decoupled=True`` included) are in ``pb_utils_bls``. Features not supported here yet
-(request rescheduling) raise ``TritonModelException`` saying so.
+``exec``/``async_exec`` (BLS, ``decoupled=True`` included) are in ``pb_utils_bls``, the
+response type in ``pb_utils_response``. Features not supported here yet (request
+rescheduling) raise ``TritonModelException`` saying so.
 """
 
 from __future__ import annotations
@@ -15,8 +16,19 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tritium.backends.python.pb_utils_errors import TritonError, TritonModelException
+from tritium.backends.python.pb_utils_bls import async_exec_request, exec_request
+from tritium.backends.python.pb_utils_errors import TritonModelException
+from tritium.backends.python.pb_utils_response import (
+    InferenceResponse,
+    _check_tensors,
+    parameters_to_json,
+)
 from tritium.backends.python.pb_utils_tensor import Tensor
+from tritium.ipc.messages import InferCall
+
+__all__ = ["InferenceRequest", "InferenceResponse", "parameters_to_json"]
+
+_REQUIRED: Any = object()
 
 TRITONSERVER_REQUEST_RELEASE_ALL = 1
 TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
@@ -52,43 +64,6 @@ class InferenceTrace:
 
 # Tracing is not collected, so every received request can share one stateless handle.
 _NO_TRACE = InferenceTrace()
-
-
-def parameters_to_json(parameters: Any, compact: bool = False) -> str:
-    """Validate a parameters dict as Triton does and return it as a JSON string.
-
-    Keys must be ``str`` and values ``bool``/``int``/``str``; ``None`` means no parameters.
-    Model-supplied parameters are written the way Python's ``json.dumps`` writes them (as
-    Triton does); ``compact`` gives the separator-free form Triton uses for parameters that
-    arrive with a request.
-    """
-    if parameters is None:
-        return "{}"
-    if not isinstance(parameters, dict):
-        raise TritonModelException(f"Expect dict, got {type(parameters)}")
-    for key, value in parameters.items():
-        if not isinstance(key, str):
-            raise TritonModelException(
-                f"Expect parameters keys to have type str, found type {type(key)}"
-            )
-        if not isinstance(value, (bool, int, str)):
-            raise TritonModelException(
-                f"Expect parameters values to have type bool/int/str, found type {type(value)}"
-            )
-    if compact:
-        return json.dumps(parameters, separators=(",", ":"))
-    return json.dumps(parameters)
-
-
-def _check_tensors(tensors: Iterable[Any], what: str) -> list[Tensor]:
-    out = list(tensors)
-    for tensor in out:
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"{what} must be pb_utils.Tensor objects, got {type(tensor)}")
-    return out
-
-
-_REQUIRED: Any = object()
 
 
 class InferenceRequest:
@@ -160,7 +135,8 @@ class InferenceRequest:
         self._inputs = _check_tensors(inputs, "inputs")
         self._requested_output_names = set(names)
         self._model_name = model_name
-        self._model_version = int(model_version)
+        # An int here; the version string the server gave for requests it hands in.
+        self._model_version: int | str = int(model_version)
         self._flags = int(flags)
         self._timeout = int(timeout)
         self._preferred_memory = preferred_memory
@@ -199,8 +175,16 @@ class InferenceRequest:
         else:
             params_json = "{}"
         return cls._received(
-            inputs, set(requested_output_names), model_name, model_version, request_id,
-            correlation_id, flags, timeout, params_json, is_cancelled,
+            inputs,
+            set(requested_output_names),
+            model_name,
+            model_version,
+            request_id,
+            correlation_id,
+            flags,
+            timeout,
+            params_json,
+            is_cancelled,
         )
 
     @classmethod
@@ -294,63 +278,31 @@ class InferenceRequest:
         last one final, empty when the model sent the final flag alone); a decoupled model
         needs it, as in Triton.
         """
-        from tritium.backends.python.pb_utils_bls import exec_request
-
-        return exec_request(self, decoupled)
+        return exec_request(*self._call_message(), decoupled)
 
     def async_exec(self, decoupled: bool = False) -> Any:
         """Send this request now; await the result for its ``InferenceResponse`` (with
         ``decoupled=True``, its ``ResponseIterator`` once the first response is in,
         which ``async for`` iterates without blocking the event loop)."""
-        from tritium.backends.python.pb_utils_bls import async_exec_request
+        return async_exec_request(*self._call_message(), decoupled)
 
-        return async_exec_request(self, decoupled)
+    def _call_message(self) -> tuple[InferCall, list[Any]]:
+        """This request as a BLS call: the call and its input tensors."""
+        version = self._model_version
+        message = InferCall(
+            model=self._model_name,
+            version="" if int(version) < 0 else str(version),
+            outputs=sorted(self._requested_output_names),
+            rid=self._request_id,
+            corr=self._correlation_id,
+            flags=self._flags,
+            timeout=self._timeout,
+            params=self._parameters,
+        )
+        return message, [(t._name, t._datatype, t._array) for t in self._inputs]
 
     def __repr__(self) -> str:
         return (
             f"InferenceRequest(model_name={self._model_name!r}, request_id={self._request_id!r}, "
             f"inputs={[t.name() for t in self._inputs]})"
         )
-
-
-class InferenceResponse:
-    """``InferenceResponse(output_tensors=None, error=None, parameters=None)``.
-
-    ``parameters`` values must be ``bool``/``int``/``str`` (Triton's rule); the validated
-    dict is kept in ``_parameters_dict`` for the worker, ``parameters()`` gives JSON.
-    """
-
-    __slots__ = ("_output_tensors", "_error", "_parameters_dict", "_parameters_json")
-
-    def __init__(
-        self,
-        output_tensors: Iterable[Tensor] | None = None,
-        error: TritonError | None = None,
-        parameters: dict[str, bool | int | str] | None = None,
-    ) -> None:
-        tensors = (
-            _check_tensors(output_tensors, "output_tensors") if output_tensors is not None else []
-        )
-        if error is not None and not isinstance(error, TritonError):
-            raise TypeError(f"error must be a pb_utils.TritonError or None, got {type(error)}")
-        self._parameters_json = parameters_to_json(parameters)
-        self._parameters_dict: dict[str, bool | int | str] = dict(parameters) if parameters else {}
-        self._output_tensors = tensors
-        self._error = error
-
-    def output_tensors(self) -> list[Tensor]:
-        return list(self._output_tensors)
-
-    def has_error(self) -> bool:
-        return self._error is not None
-
-    def error(self) -> TritonError | None:
-        return self._error
-
-    def parameters(self) -> str:
-        """The response's parameters as a JSON object string."""
-        return self._parameters_json
-
-    def __repr__(self) -> str:
-        names = [t.name() for t in self._output_tensors]
-        return f"InferenceResponse(output_tensors={names}, error={self._error!r})"

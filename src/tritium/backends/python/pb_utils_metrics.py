@@ -31,7 +31,11 @@ class MetricKind(enum.IntEnum):
     HISTOGRAM = 2
 
 
-_KIND_NAMES = {MetricKind.COUNTER: "counter", MetricKind.GAUGE: "gauge", MetricKind.HISTOGRAM: "histogram"}
+_KIND_NAMES = {
+    MetricKind.COUNTER: "counter",
+    MetricKind.GAUGE: "gauge",
+    MetricKind.HISTOGRAM: "histogram",
+}
 
 
 class _Pending:
@@ -149,8 +153,7 @@ class MetricFamily:
     def __init__(self, name: str, description: str, kind: MetricKind | int) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise TritonModelException(
-                f"Invalid metric name {name!r}: a metric name must match "
-                "[a-zA-Z_:][a-zA-Z0-9_:]*"
+                f"Invalid metric name {name!r}: a metric name must match [a-zA-Z_:][a-zA-Z0-9_:]*"
             )
         if not isinstance(description, str):
             raise TritonModelException("MetricFamily description must be a string")
@@ -188,11 +191,11 @@ class MetricFamily:
                 raise TritonModelException("Histogram buckets must be in increasing order")
         elif buckets is not None:
             raise TritonModelException("Unexpected buckets for a non-histogram metric")
-        key = tuple(sorted(labels.items()))
-        metric = self._metrics.get(key)
+        series = tuple(sorted(labels.items()))
+        metric = self._metrics.get(series)
         if metric is None:
-            metric = Metric(self, self._kind, key, buckets)
-            self._metrics[key] = metric
+            metric = Metric(self, self._kind, series, buckets)
+            self._metrics[series] = metric
         return metric
 
 

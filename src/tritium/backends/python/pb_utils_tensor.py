@@ -135,7 +135,7 @@ class Tensor:
         buffer plus ``shape``, which is then deserialized here.
         """
         if datatype == "BYTES" and array.dtype != np.object_:
-            array = deserialize_bytes(array)
+            array = deserialize_bytes(array)  # type: ignore[arg-type]  # any buffer works
             if shape is not None:
                 array = array.reshape(shape)
         elif shape is not None and tuple(array.shape) != tuple(shape):

@@ -25,6 +25,7 @@ from tritium.core.datatypes import serialize_bytes
 from tritium.ipc import Arena, grow_size, send_fd
 from tritium.ipc import tensors as ipc_tensors
 from tritium.ipc.arena import ALIGN_MASK
+from tritium.ipc.messages import Response, TensorDesc
 
 COMPLETE_FINAL = 1
 
@@ -35,6 +36,7 @@ _MIN_RING = 1 << 20
 #: How long a send waits for the server to read the ring before it gives up.
 RING_WAIT_S = 120.0
 
+
 class ResponseStream:
     """The worker's one path for decoupled responses (thread-safe).
 
@@ -42,7 +44,7 @@ class ResponseStream:
     ``fds`` carries a new ring's descriptor to the server.
     """
 
-    def __init__(self, send_message: Callable[[dict], None], fds: socket.socket) -> None:
+    def __init__(self, send_message: Callable[[Response], None], fds: socket.socket) -> None:
         self._send_message = send_message
         self._fds = fds
         self._lock = threading.Lock()
@@ -52,15 +54,15 @@ class ResponseStream:
     def send(
         self, slot: int, wanted: set[str], response: InferenceResponse | None, final: bool
     ) -> None:
-        message: dict[str, Any] = {"op": "resp", "slot": slot, "final": final}
+        message = Response(slot, final)
         if response is not None:
             if response._error is not None:
-                message["error"] = error_pair(response._error)
+                message.error = error_pair(response._error)
             else:
                 params = response._parameters_dict
                 if params:
-                    message["params"] = params
-                outputs = []
+                    message.params = params
+                outputs: list[TensorDesc] = []
                 blocks: list[tuple[int, Any, bytes | None]] = []
                 size = 0
                 for tensor in response._output_tensors:
@@ -71,10 +73,10 @@ class ResponseStream:
                     array = tensor._array
                     raw = serialize_bytes(array) if wire == "BYTES" else None
                     nbytes = len(raw) if raw is not None else array.nbytes
-                    outputs.append([name, wire, list(array.shape), nbytes])
+                    outputs.append((name, wire, list(array.shape), nbytes))
                     blocks.append((size, array, raw))
                     size = (size + nbytes + ALIGN_MASK) & ~ALIGN_MASK
-                message["outputs"] = outputs
+                message.outputs = outputs
                 if size:
                     with self._lock:
                         self._write(message, blocks, size)
@@ -82,7 +84,9 @@ class ResponseStream:
         with self._lock:
             self._send_message(message)
 
-    def _write(self, message: dict, blocks: list[tuple[int, Any, bytes | None]], size: int) -> None:
+    def _write(
+        self, message: Response, blocks: list[tuple[int, Any, bytes | None]], size: int
+    ) -> None:
         """Place ``size`` bytes in the ring, write the outputs, send ``message``; under the
         lock, so ring order is message order."""
         ring = self._ring
@@ -91,7 +95,7 @@ class ResponseStream:
             # messages all came before, so it has read them.
             new = Arena.create(grow_size(size + RING_HEADER, _MIN_RING))
             send_fd(self._fds, new.fd)
-            message["ring"] = new.size
+            message.ring = new.size
             if ring is not None:
                 ring.close()
             self._ring = ring = new
@@ -106,17 +110,19 @@ class ResponseStream:
         self._wait_for_room(ring, end - capacity)
         self._produced = end
         buf = ring.buf
+        assert buf is not None
         base = RING_HEADER + pos
         write = ipc_tensors.write
         for offset, array, raw in blocks:
             write(buf, base + offset, array, raw)
-        message["off"] = base
-        message["upto"] = end
+        message.off = base
+        message.upto = end
         self._send_message(message)
 
     def _wait_for_room(self, ring: Arena, needed: int) -> None:
         """Wait until the server has read up to ``needed`` bytes of the ring."""
         buf = ring.buf
+        assert buf is not None
         if _CONSUMED.unpack_from(buf, 0)[0] >= needed:
             return
         deadline = time.monotonic() + RING_WAIT_S
@@ -163,8 +169,7 @@ class ResponseSender:
             )
         if response is None and flags != COMPLETE_FINAL:
             raise TritonModelException(
-                "Inference Response object must be provided when the response flags is set "
-                "to zero"
+                "Inference Response object must be provided when the response flags is set to zero"
             )
         if response is not None and not isinstance(response, InferenceResponse):
             raise TritonModelException(

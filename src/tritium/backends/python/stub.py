@@ -2,8 +2,8 @@
 
 Started by the server as ``python -m tritium.backends.python.stub CTL_FD FDS_FD PARENT_PID
 CALL_FD``; CALL_FD carries the requests model code makes of the server (BLS).
-It answers framed control messages on CTL_FD (load, init, exec, fini), receives arena file
-descriptors on FDS_FD, reads inputs from the input arena as numpy views and writes outputs
+It answers the typed control messages of ``tritium.ipc.messages`` on CTL_FD (``Load``,
+``Init``, ``Exec``, ``Continue``, ``Fini``), receives arena file descriptors on FDS_FD, reads inputs from the input arena as numpy views and writes outputs
 into the output arena. Model code's prints go to this process's stdout/stderr, which the
 server shares, so they land in the server log.
 """
@@ -27,6 +27,23 @@ from tritium.backends.python.notices import ONE_WAY, send_notices
 from tritium.backends.python.response_sender import ResponseStream
 from tritium.core.heap import settle_heap
 from tritium.ipc import Arena, MessageReader, recv_fd, send_message
+from tritium.ipc.messages import (
+    Bye,
+    Continue,
+    Error,
+    Exec,
+    Fini,
+    Init,
+    Initialized,
+    Load,
+    Loaded,
+    NewArena,
+    Result,
+    ToServer,
+    ToWorker,
+    Unmap,
+    decode_to_worker,
+)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -48,7 +65,7 @@ class Worker:
         # Shared arenas (an ensemble step's outputs, this worker's or another's), by id.
         self.shared: dict[int, Arena] = {}
         self.host: ModelHost | None = None
-        self.reader = MessageReader(ctl, poll_us * 1000)
+        self.reader = MessageReader(ctl, decode_to_worker, poll_us * 1000, self._undecodable)
         # After a batch the server marked "poll" (one client's request was all it had in
         # flight), poll this long for the next one.
         self._lone_poll_ns = lone_poll_us * 1000
@@ -56,9 +73,15 @@ class Worker:
         self._send_lock = threading.Lock()
         self.responses = ResponseStream(self.send, fds)
 
-    def send(self, message: dict) -> None:
+    def send(self, message: ToServer) -> None:
         with self._send_lock:
             send_message(self.ctl, message)
+
+    def _undecodable(self, exc: ValueError) -> None:
+        """A message this worker cannot read (a bug of the server's): the server, which
+        waits for a reply, gets the error."""
+        print(f"tritium worker: {exc}", file=sys.stderr, flush=True)
+        self.send(_error_reply(exc))
 
     def run(self) -> None:
         poll_ns = 0
@@ -69,9 +92,9 @@ class Worker:
                 return
             reply = self._handle(message)
             poll_ns = self._answer(message, reply)
-            if message["op"] == "fini":
+            if type(message) is Fini:
                 return
-            if message["op"] == "init" and self.host is not None and self.host.serves_coroutines:
+            if type(message) is Init and self.host is not None and self.host.serves_coroutines:
                 # An ``async def execute``: from now on the loop runs as a task of the
                 # model's event loop, which awaits each execution.
                 host = self.host
@@ -97,10 +120,10 @@ class Worker:
                 except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
                     reply = _error_reply(exc)
             poll_ns = self._answer(message, reply)
-            if message["op"] == "fini":
+            if type(message) is Fini:
                 return
 
-    def _next(self, poll_ns: int) -> dict | None:
+    def _next(self, poll_ns: int) -> ToWorker | None:
         """The next message to answer (arenas and one-way messages are applied on the
         way); None once the server is gone."""
         while True:
@@ -108,92 +131,98 @@ class Worker:
                 message = self.reader.next(poll_ns)
             except (EOFError, ConnectionError, OSError):
                 return None
-            op = message.get("op")
-            if op == "arena":
-                self._take_arena(message)
-            elif op == "unmap":
-                arena = self.shared.pop(message["id"], None)
+            kind = type(message)
+            if kind is NewArena:
+                self._take_arena(message)  # type: ignore[arg-type]
+            elif kind is Unmap:
+                arena = self.shared.pop(message.id, None)  # type: ignore[union-attr]
                 if arena is not None:
                     arena.close()
-            elif op in ONE_WAY:
-                ONE_WAY[op](message)
+            elif kind in ONE_WAY:
+                ONE_WAY[kind](message)
             else:
                 return message
 
-    def _handle(self, message: dict) -> Any:
+    def _handle(self, message: ToWorker) -> Any:
         try:
-            return self.dispatch(message.get("op"), message)
+            return self.dispatch(message)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a reply
             return _error_reply(exc)
 
-    def _answer(self, message: dict, reply: dict) -> int:
+    def _answer(self, message: ToWorker, reply: ToServer) -> int:
         """Send ``reply``; how long to poll for the next message."""
         send_notices(self.send)
         self.send(reply)
-        return self._lone_poll_ns if message.get("poll") else 0
+        return self._lone_poll_ns if type(message) is Exec and message.poll else 0
 
-    def _take_arena(self, message: dict) -> None:
+    def _take_arena(self, message: NewArena) -> None:
         fd = recv_fd(self.fds)
-        which = message["which"]
+        which = message.which
         if which == "shared":
-            self.shared[message["id"]] = Arena(fd, int(message["size"]))
+            self.shared[message.id] = Arena(fd, message.size)
             return
         old = self.arenas.get(which)
-        self.arenas[which] = Arena(fd, int(message["size"]))
+        self.arenas[which] = Arena(fd, message.size)
         if old is not None:
             old.close()
 
-    def dispatch(self, op: str, message: dict) -> dict:
-        if op == "exec":
+    def dispatch(self, message: ToWorker) -> Any:
+        """The reply to ``message`` (a coroutine that returns it, for a model served on
+        its own event loop)."""
+        kind = type(message)
+        if kind is Exec:
+            return self._execute(message)  # type: ignore[arg-type]
+        if kind is Continue:
             assert self.host is not None
-            if self.host.decoupled:
-                reply = self.host.execute_decoupled(
-                    message["requests"],
-                    message["slots"],
-                    self.arenas["in"],
-                    self.arenas["flags"],
-                    self.responses,
-                )
-            elif "keep" in message or "refs" in message:
-                # An ensemble step's batch (see ``tritium.ipc.shared_arenas``).
-                shared = self.shared
-                keep = message.get("keep")
-                refs = message.get("refs")
-                reply = self.host.execute(
-                    message["requests"],
-                    self.arenas["in"],
-                    self.arenas["out"],
-                    None if keep is None else (keep, shared[keep]),
-                    None if refs is None else (refs, shared),
-                )
-            else:
-                reply = self.host.execute(
-                    message["requests"], self.arenas["in"], self.arenas["out"]
-                )
-            if self.host.has_readiness_check:
-                reply["ready"] = self.host.is_ready()
-            return reply
-        if op == "continue":
-            assert self.host is not None
-            keep = message.get("keep")
-            if keep is not None:
+            keep = message.keep  # type: ignore[union-attr]
+            if keep:
                 return self.host.write_pending(self.shared[keep], keep)
             return self.host.write_pending(self.arenas["out"])
-        if op == "load":
-            self.host = ModelHost(message)
-            return {"op": "loaded", "config": self.host.load()}
-        if op == "init":
+        if kind is Load:
+            self.host = ModelHost(message)  # type: ignore[arg-type]
+            return Loaded(self.host.load())
+        if kind is Init:
             assert self.host is not None
-            self.host.initialize(message)
+            self.host.initialize(message)  # type: ignore[arg-type]
             # The model and its libraries live as long as the worker.
             settle_heap()
-            return {"op": "ready", "ready": self.host.is_ready()}
-        if op == "fini":
+            return Initialized(self.host.is_ready())
+        if kind is Fini:
             finishing = self._finalize_quietly()
             if finishing is not None:
                 return self._bye_after(finishing)
-            return {"op": "bye"}
-        raise ValueError(f"unknown control message '{op}'")
+            return Bye()
+        raise ValueError(f"control message '{kind.__name__}' needs no reply")
+
+    def _execute(self, message: Exec) -> Any:
+        host = self.host
+        assert host is not None
+        if host.decoupled:
+            assert message.slots is not None
+            reply = host.execute_decoupled(
+                message.requests,
+                message.slots,
+                self.arenas["in"],
+                self.arenas["flags"],
+                self.responses,
+            )
+        elif message.keep or message.refs is not None:
+            # An ensemble step's batch (see ``tritium.ipc.shared_arenas``).
+            shared = self.shared
+            keep = message.keep
+            refs = message.refs
+            reply = host.execute(
+                message.requests,
+                self.arenas["in"],
+                self.arenas["out"],
+                (keep, shared[keep]) if keep else None,
+                None if refs is None else (refs, shared),
+            )
+        else:
+            reply = host.execute(message.requests, self.arenas["in"], self.arenas["out"])
+        if host.has_readiness_check and type(reply) is Result:
+            reply.ready = host.is_ready()
+        return reply
 
     def _finalize_quietly(self) -> Any:
         """Finalize the model, printing what it raises; a coroutine to await when the
@@ -206,20 +235,20 @@ class Worker:
                 traceback.print_exc()
         return None
 
-    async def _bye_after(self, finishing: Any) -> dict:
+    async def _bye_after(self, finishing: Any) -> Bye:
         """Await a coroutine ``finalize``, printing what it raises."""
         try:
             await finishing
         except Exception:  # noqa: BLE001
             traceback.print_exc()
-        return {"op": "bye"}
+        return Bye()
 
 
-def _error_reply(exc: Exception) -> dict:
+def _error_reply(exc: Exception) -> Error:
     code = getattr(exc, "code", "INTERNAL")
     if not isinstance(code, str):
         code = "INTERNAL"
-    return {"op": "error", "code": code, "message": str(exc)}
+    return Error(code, str(exc))
 
 
 def main(argv: list[str]) -> int:

@@ -23,6 +23,13 @@ from typing import Any, Protocol
 
 from tritium.core import Completion, InferRequest, InputTensor, RequestedOutput
 from tritium.core.errors import DecoupledRefused, InternalError, TritiumError, Unavailable
+from tritium.ipc.messages import (
+    CallReply,
+    InferCall,
+    LoadModelCall,
+    ModelReadyCall,
+    UnloadModelCall,
+)
 from tritium.service.composition.bls_streams import (
     CANCELLED_MESSAGE,
     TIMEOUT_MESSAGE,
@@ -66,17 +73,18 @@ class BlsEndpoint:
         self.table = table
         self.control = control
         self._in_flight: set[_InFlight] = set()
-        self._ops = {
-            "infer": self._infer,
-            "ready": self._ready,
-            "load": self._load,
-            "unload": self._unload,
+        self._ops: dict[type[Any], Callable[[WorkerCall], None]] = {
+            InferCall: self._infer,
+            ModelReadyCall: self._ready,
+            LoadModelCall: self._load,
+            UnloadModelCall: self._unload,
         }
 
     def __call__(self, call: WorkerCall) -> None:
-        op = self._ops.get(call.message.get("op", ""))
+        op = self._ops.get(type(call.message))
         if op is None:
-            call.reply({"error": ["INVALID_ARG", f"unknown call '{call.message.get('op')}'"]})
+            kind = type(call.message).__name__
+            call.reply(CallReply(error=("INVALID_ARG", f"unknown call '{kind}'")))
             return
         op(call)
 
@@ -84,22 +92,23 @@ class BlsEndpoint:
 
     def _infer(self, call: WorkerCall) -> None:
         m = call.message
-        params = m.get("params") or {}
+        assert isinstance(m, InferCall)
+        params = m.params or {}
         if isinstance(params, str):
             params = json.loads(params)
         request = InferRequest(
-            model_name=str(m["model"]),
-            model_version=str(m.get("version", "")),
-            id=str(m.get("rid", "")),
+            model_name=m.model,
+            model_version=m.version,
+            id=m.rid,
             inputs=[
                 InputTensor(name, datatype, tuple(array.shape), array)
                 for name, datatype, array in call.tensors
             ],
-            outputs=[RequestedOutput(n) for n in m.get("outputs", ())] or None,
+            outputs=[RequestedOutput(n) for n in m.outputs] or None,
             parameters=params,
-            correlation_id=m.get("corr", 0),
-            flags=int(m.get("flags", 0)),
-            timeout_us=int(m.get("timeout", 0)),
+            correlation_id=m.corr,
+            flags=m.flags,
+            timeout_us=m.timeout,
         )
         try:
             target = self._target_labels(request)
@@ -120,9 +129,7 @@ class BlsEndpoint:
                 ),
             )
             return
-        if m.get("decoupled") and self.submitter.is_decoupled(
-            request.model_name, request.model_version
-        ):
+        if m.decoupled and self.submitter.is_decoupled(request.model_name, request.model_version):
             StreamedBlsCall(self.submitter.submit_step, call, partial(self.finished, entry)).start(
                 request
             )
@@ -137,7 +144,7 @@ class BlsEndpoint:
             self._in_flight.discard(entry)
             _reply_error(call, exc)
             return
-        if m.get("decoupled"):
+        if m.decoupled:
             # exec(decoupled=True) on a model that is not: its one response is the last.
             call.open_stream(done.cancel)
         entry.done = done
@@ -178,9 +185,7 @@ class BlsEndpoint:
         if response.error is not None:
             _reply_error(call, response.error)
             return
-        message: dict[str, Any] = {}
-        if response.parameters:
-            message["params"] = response.parameters
+        message = CallReply(params=response.parameters or None)
         call.reply(message, [(o.name, o.datatype, o.data) for o in response.outputs])
 
     def finished(self, entry: _InFlight) -> None:
@@ -224,18 +229,22 @@ class BlsEndpoint:
 
     def _ready(self, call: WorkerCall) -> None:
         m = call.message
+        assert isinstance(m, ModelReadyCall)
         try:
-            ready = self.table.get(str(m["model"]), str(m.get("version", ""))).ready
+            ready = self.table.get(m.model, m.version).ready
         except TritiumError:
             ready = False
-        call.reply({"value": ready})
+        call.reply(CallReply(value=ready))
 
     def _load(self, call: WorkerCall) -> None:
-        self._control(call, "load", str(call.message["model"]), str(call.message.get("config", "")))
+        m = call.message
+        assert isinstance(m, LoadModelCall)
+        self._control(call, "load", m.model, m.config)
 
     def _unload(self, call: WorkerCall) -> None:
         m = call.message
-        self._control(call, "unload", str(m["model"]), bool(m.get("unload_dependents", False)))
+        assert isinstance(m, UnloadModelCall)
+        self._control(call, "unload", m.model, m.unload_dependents)
 
     def _control(self, call: WorkerCall, what: str, name: str, arg: Any) -> None:
         if self.control is None:
@@ -258,7 +267,7 @@ class BlsEndpoint:
                 log.exception("%s of model '%s' from model code failed", what, name)
                 _reply_error(call, Unavailable(f"failed to {what} '{name}': {exc}"))
             else:
-                call.reply({"value": True})
+                call.reply(CallReply(value=True))
 
         asyncio.ensure_future(run())
 
@@ -306,6 +315,6 @@ def _model(label: str) -> str:
 
 def _reply_error(call: WorkerCall, error: BaseException) -> None:
     if isinstance(error, TritiumError):
-        call.reply({"error": [error.code.name, error.message]})
+        call.reply(CallReply(error=(error.code.name, error.message)))
     else:
-        call.reply({"error": ["INTERNAL", str(error)]})
+        call.reply(CallReply(error=("INTERNAL", str(error))))

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from tritium.core import InferRequest, InferResponse
 from tritium.core.errors import Cancelled, TritiumError, Unavailable
 from tritium.ipc.call_records import MAX_UNREAD, Tensor
+from tritium.ipc.messages import CallReply
 from tritium.service.requests.streams import DecoupledCall
 from tritium.service.requests.submitter import SubmitStep
 from tritium.workers.calls import WorkerCall
@@ -85,7 +85,7 @@ class StreamedBlsCall:
             return
         if self._decoupled is not None:
             self._decoupled.cancel()
-        call.reply({"error": [error.code.name, error.message]})
+        call.reply(CallReply(error=(error.code.name, error.message)))
 
     def _abandoned(self) -> None:
         """The caller's worker went away: nobody to answer."""
@@ -102,15 +102,13 @@ class StreamedBlsCall:
         return call
 
 
-def _answer(response: InferResponse | None) -> tuple[dict[str, Any], list[Tensor]]:
+def _answer(response: InferResponse | None) -> tuple[CallReply, list[Tensor]]:
     if response is None:
-        return {}, []
+        return CallReply(), []
     if response.error is not None:
         error = response.error
         if isinstance(error, TritiumError):
-            return {"error": [error.code.name, error.message]}, []
-        return {"error": ["INTERNAL", str(error)]}, []
-    message: dict[str, Any] = {}
-    if response.parameters:
-        message["params"] = response.parameters
+            return CallReply(error=(error.code.name, error.message)), []
+        return CallReply(error=("INTERNAL", str(error))), []
+    message = CallReply(params=response.parameters or None)
     return message, [(o.name, o.datatype, o.data) for o in response.outputs]

@@ -20,6 +20,7 @@ from tritium import repository as repo
 from tritium.core.errors import TritiumError, Unavailable
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
+from tritium.ipc.messages import ToWorker
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
@@ -82,7 +83,7 @@ class EnsembleVersion:
     def watch(self, on_gave_up: Callable[[ModelInstance, str], None]) -> None:
         """An ensemble has no instances of its own to give up."""
 
-    def post(self, message: dict[str, Any]) -> None:
+    def post(self, message: ToWorker) -> None:
         """An ensemble has no workers of its own to tell."""
 
     async def drain(self, timeout: float) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
+from tritium.ipc.messages import ToWorker
 from tritium.service.model.classification import OutputClassifier
 from tritium.service.model.reshape import OutputReshaper
 from tritium.service.model.signature import ModelSignature
@@ -52,6 +53,6 @@ class ServedVersion(Protocol):
 
     def kill(self) -> None: ...
 
-    def post(self, message: dict[str, Any]) -> None:
+    def post(self, message: ToWorker) -> None:
         """Send a one-way control message to every running worker of this version."""
         ...

@@ -16,6 +16,7 @@ from typing import Any
 from tritium.core.errors import Unavailable
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
+from tritium.ipc.messages import ToWorker
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import (
     BatchingConfig,
@@ -116,7 +117,7 @@ class LoadedVersion:
                 self._folder.release()
                 self._folder = None
 
-    def post(self, message: dict[str, Any]) -> None:
+    def post(self, message: ToWorker) -> None:
         """Send a one-way control message to every running worker of this version."""
         for instance in self.instances:
             process = instance.process
