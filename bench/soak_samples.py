@@ -44,6 +44,8 @@ class Sample:
     children: int
     shm: int  # /dev/shm files and memfds mapped by the server and its workers
     ok: int  # successful answers so far (throughput is its slope)
+    server_cpu_s: float = 0.0  # CPU seconds the server process has used so far
+    load: float = 0.0  # the machine's 1-minute load average
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -92,7 +94,18 @@ def sample(pid: int, began: float, ok: int) -> Sample:
         children=len(workers),
         shm=len(shared),
         ok=ok,
+        server_cpu_s=_cpu_s(pid),
+        load=float(Path("/proc/loadavg").read_text().split()[0]),
     )
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` (fields 14 and 15 of /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
@@ -128,20 +141,34 @@ def verdict(samples: list[Sample], warmup_s: float) -> dict[str, dict[str, float
     return out
 
 
-def throughput(samples: list[Sample], warmup_s: float, window_s: float) -> tuple[float, float]:
-    """Successful answers per second in the first window after warm-up and in the last."""
+def throughput(samples: list[Sample], warmup_s: float, window_s: float) -> dict[str, float]:
+    """Successful answers per second in the first window after warm-up and in the last;
+    also per CPU-second of the server process (what an answer costs the event loop, which
+    other programs on a shared machine do not change) and the load average meanwhile."""
     kept = [s for s in samples if s.t >= warmup_s]
+    out = {"start": 0.0, "end": 0.0, "start_per_cpu_s": 0.0, "end_per_cpu_s": 0.0}
     if len(kept) < 2:
-        return 0.0, 0.0
+        return out | {"start_load": 0.0, "end_load": 0.0}
 
-    def rate(part: list[Sample]) -> float:
+    def rate(part: list[Sample]) -> tuple[float, float, float]:
         if len(part) < 2 or part[-1].t == part[0].t:
-            return 0.0
-        return (part[-1].ok - part[0].ok) / (part[-1].t - part[0].t)
+            return 0.0, 0.0, 0.0
+        answers = part[-1].ok - part[0].ok
+        cpu = part[-1].server_cpu_s - part[0].server_cpu_s
+        load = sum(s.load for s in part) / len(part)
+        return answers / (part[-1].t - part[0].t), answers / cpu if cpu > 0 else 0.0, load
 
     start = [s for s in kept if s.t <= kept[0].t + window_s]
     end = [s for s in kept if s.t >= kept[-1].t - window_s]
-    return rate(start), rate(end)
+    (a, a_cpu, a_load), (b, b_cpu, b_load) = rate(start), rate(end)
+    return {
+        "start": a,
+        "end": b,
+        "start_per_cpu_s": a_cpu,
+        "end_per_cpu_s": b_cpu,
+        "start_load": a_load,
+        "end_load": b_load,
+    }
 
 
 def plot(samples: list[Sample], warmup_s: float, path: Path, title: str) -> None:

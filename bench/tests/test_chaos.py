@@ -74,7 +74,8 @@ def test_a_late_answer_is_caught():
 
 def _samples(rss_per_s: float, fds: int = 40) -> list[Sample]:
     return [
-        Sample(t, 100 + rss_per_s * t, 300.0, fds, 20, 6, 3, int(50 * t)) for t in range(0, 600, 3)
+        Sample(t, 100 + rss_per_s * t, 300.0, fds, 20, 6, 3, int(50 * t), t / 10, 1.0)
+        for t in range(0, 600, 3)
     ]
 
 
@@ -93,8 +94,9 @@ def test_flat_series_pass_and_a_leak_is_caught():
 
 
 def test_throughput_at_the_start_and_at_the_end():
-    start, end = throughput(_samples(0.0), warmup_s=60, window_s=60)
-    assert start == pytest.approx(50.0) and end == pytest.approx(50.0)
+    rates = throughput(_samples(0.0), warmup_s=60, window_s=60)
+    assert rates["start"] == pytest.approx(50.0) and rates["end"] == pytest.approx(50.0)
+    assert rates["start_per_cpu_s"] == pytest.approx(500.0)  # 50/s at 0.1 CPU-s per s
 
 
 @pytest.mark.timeout(300)
