@@ -186,7 +186,7 @@ def plot(samples: list[Sample], warmup_s: float, path: Path, title: str) -> None
     axes[1].plot(ts, [s.threads for s in samples], label="threads")
     axes[1].set_ylabel("count")
     axes[2].plot(ts, [s.children for s in samples], label="child processes")
-    axes[2].plot(ts, [s.shm for s in samples], label="/dev/shm entries")
+    axes[2].plot(ts, [s.shm for s in samples], label="shared mappings (/dev/shm, memfd)")
     axes[2].set_ylabel("count")
     rates = [0.0] + [
         (b.ok - a.ok) / (b.t - a.t) if b.t > a.t else 0.0
