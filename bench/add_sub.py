@@ -50,6 +50,7 @@ class _Loaded:
     config = CONFIG
     decoupled = False
     reshaper = None
+    cache = None
     classifier = None
 
     def __init__(self) -> None:

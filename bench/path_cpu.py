@@ -31,6 +31,7 @@ from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.protocol import HttpProtocol
 from tritium.frontends.http.router import Router
 from tritium.server.app import build_service
+from tritium.service.cache import ResponseStore, VersionCache
 
 
 class _Transport:
@@ -76,8 +77,15 @@ def _request_bytes() -> bytes:
     return head + body
 
 
-async def _run(requests: int, profile: bool) -> None:
-    service = build_service([], table=InstantModels()).service  # type: ignore[arg-type]
+async def _run(requests: int, profile: bool, cached: bool = False) -> None:
+    table = InstantModels()
+    if cached:
+        # Every request after the first is a response-cache hit.
+        loaded = table.loaded
+        loaded.cache = VersionCache(  # type: ignore[assignment]
+            ResponseStore(1 << 20), loaded.stats, "add_sub", "1", frozenset(("OUTPUT0", "OUTPUT1"))
+        )
+    service = build_service([], table=table).service  # type: ignore[arg-type]
     service.started = True
     router = Router()
     KServeRoutes(service, 1 << 26).register(router)
@@ -110,8 +118,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    parser.add_argument(
+        "--cached", action="store_true", help="add_sub with the response cache: every request hits"
+    )
     args = parser.parse_args()
-    uvloop.run(_run(args.requests, args.profile))
+    uvloop.run(_run(args.requests, args.profile, args.cached))
 
 
 if __name__ == "__main__":

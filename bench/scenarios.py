@@ -256,6 +256,38 @@ SCENARIOS = SCENARIOS + (
     ),
 )
 
+# identity_cached with the same input every time: after the first request every one is a
+# response-cache hit. --async: sync perf_analyzer's threads starve its own main thread at
+# these rates (see the shared tools' README).
+_CACHED_ARGS = ("--input-data", "zero", "--async")
+SCENARIOS += (
+    Scenario(
+        name="identity_cached_http_c1",
+        model="identity_cached",
+        tool="perf_analyzer",
+        concurrency=1,
+        description="identity_cached FP32[16], response-cache hits, HTTP binary, 1 in flight",
+        perf_args=_CACHED_ARGS,
+    ),
+    Scenario(
+        name="identity_cached_http_c64",
+        model="identity_cached",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity_cached FP32[16], response-cache hits, HTTP binary, 64 in flight",
+        perf_args=_CACHED_ARGS,
+    ),
+    Scenario(
+        name="identity_cached_grpc_c64",
+        model="identity_cached",
+        tool="perf_analyzer",
+        concurrency=64,
+        description="identity_cached FP32[16], response-cache hits, gRPC, 64 in flight",
+        perf_args=_CACHED_ARGS,
+        protocol="grpc",
+    ),
+)
+
 SCENARIO_NAMES: tuple[str, ...] = tuple(s.name for s in SCENARIOS)
 
 

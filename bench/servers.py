@@ -22,8 +22,9 @@ from bench.anchors import Anchors, BenchSetupError
 from tritium.testing import ServerProcess
 
 READY_TIMEOUT_S = 180.0
-# Both servers get the same switches: HTTP only, no metrics endpoint.
-COMMON_FLAGS = ("--allow-metrics=false",)
+# Both servers get the same switches: no metrics endpoint, and a 1 MiB local response
+# cache (used only by models that opt in: identity_cached).
+COMMON_FLAGS = ("--allow-metrics=false", "--cache-config=local,size=1048576")
 
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 

@@ -300,8 +300,12 @@ class TritonProcess:
     its HTTP port only after the start-up loads are done, so "live" means "loaded".
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(
+        self, workdir: Path, models: Path = MODELS, extra_args: Sequence[str] = ()
+    ) -> None:
         self.workdir = workdir
+        self.models = models
+        self.extra_args = tuple(extra_args)
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
         self.log_path = workdir / "triton.log"
@@ -319,7 +323,7 @@ class TritonProcess:
         port = next(p for p in ports if _port_is_free(p) and _port_is_free(p + GRPC_OFFSET))
         args = [
             str(TRITONSERVER),
-            f"--model-repository={MODELS}",
+            f"--model-repository={self.models}",
             "--http-address=127.0.0.1",
             f"--http-port={port}",
             "--grpc-address=127.0.0.1",
@@ -327,6 +331,7 @@ class TritonProcess:
             "--allow-metrics=false",
             "--exit-on-error=false",
             "--exit-timeout-secs=10",
+            *self.extra_args,
         ]
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(

@@ -34,6 +34,7 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 EVERY_FLAG = [
     ("--id=my-server", "id", "my-server"),
     ("--exit-timeout-secs=5", "exit_timeout_secs", 5),
+    ("--drain-delay-secs=15", "drain_delay_secs", 15),
     ("--log-verbose=2", "log_verbose", 2),
     ("--log-info=false", "log_info", False),
     ("--log-warning=false", "log_warning", False),
@@ -88,6 +89,9 @@ EVERY_FLAG = [
     ("--metrics-interval-ms=500", "metrics_interval_ms", 500),
     ("--metrics-config=summary_latencies=true", "metrics_config", ("summary_latencies=true",)),
     ("--trace-config=rate=10", "trace_config", ("rate=10",)),
+    ("--cache-config=local,size=1024", "cache_config", ("local,size=1024",)),
+    ("--cache-directory=/opt/caches", "cache_directory", "/opt/caches"),
+    ("--response-cache-byte-size=4096", "response_cache_byte_size", 4096),
     (
         "--backend-config=python,shm-default-byte-size=1048576",
         "backend_config",
@@ -339,7 +343,7 @@ def test_missing_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --http-port: expected one argument" in err
 
 
-@pytest.mark.parametrize("flag", ["--trace-level", "--rate-limit", "--cache-config"])
+@pytest.mark.parametrize("flag", ["--trace-level", "--rate-limit", "--host-policy"])
 def test_unsupported_triton_flags_are_refused_by_name(
     capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
@@ -347,6 +351,18 @@ def test_unsupported_triton_flags_are_refused_by_name(
     assert f"{flag} is a tritonserver flag that tritium does not support" in err
     err = usage_error(capsys, REPO, flag)
     assert f"{flag} is a tritonserver flag that tritium does not support" in err
+
+
+def test_response_cache_flags() -> None:
+    settings = parse("--cache-config=local,size=1048576", "--cache-directory=/opt/caches")
+    assert settings.cache_config == ("local,size=1048576",)
+    assert settings.cache_directory == "/opt/caches"
+    assert parse("--response-cache-byte-size=4096").response_cache_byte_size == 4096
+
+
+def test_bad_cache_config_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    err = usage_error(capsys, REPO, "--cache-config=redis,host=localhost")
+    assert "unsupported cache 'redis'" in err
 
 
 def test_ignored_triton_flags_are_accepted_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:

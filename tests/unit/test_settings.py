@@ -68,6 +68,9 @@ TRITON_DEFAULTS = {
     "metrics_interval_ms": 2000,
     "metrics_config": (),
     "trace_config": (),
+    "cache_config": (),
+    "cache_directory": "",
+    "response_cache_byte_size": None,
     "backend_config": (),
     # Not Triton flags (Triton has no connection timeouts): tritium's limits.
     "http_keep_alive_timeout_secs": 75,
@@ -83,6 +86,8 @@ TRITON_DEFAULTS = {
     "busy_poll_us": 1000,
     "busy_poll_linger_us": 150,
     "busy_poll_worker_us": 300,
+    # Not a Triton flag: the pre-drain window (0: stop accepting at SIGTERM, as Triton).
+    "drain_delay_secs": 0,
 }
 
 
@@ -164,6 +169,7 @@ def test_metrics_address_follows_http_address_unless_set() -> None:
     "field",
     [
         "exit_timeout_secs",
+        "drain_delay_secs",
         "log_verbose",
         "repository_poll_secs",
         "grpc_keepalive_time",

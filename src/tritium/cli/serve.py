@@ -27,8 +27,8 @@ DESCRIPTION = (
     "(a bare boolean flag means true); repeatable flags may be given several times."
 )
 EPILOG = (
-    "tritonserver flags for features tritium does not provide (tracing, response cache, "
-    "rate limiting, SageMaker and Vertex AI endpoints, ...) are refused "
+    "tritonserver flags for features tritium does not provide (rate limiting, "
+    "SageMaker and Vertex AI endpoints, ...) are refused "
     "with an error rather than ignored."
 )
 

@@ -2,9 +2,9 @@
 
 Launch scripts written for Triton often pass flags about GPUs, C++ thread pools or
 shared-library folders. They mean nothing to tritium, so they are accepted and dropped
-with a note, and the script keeps working. Flags for features tritium lacks (tracing,
-response cache, rate limiting, ...) are refused by name instead: ignoring them would
-silently change what the deployment asked for.
+with a note, and the script keeps working. Flags for features tritium lacks (rate
+limiting, ...) are refused by name instead: ignoring them would silently change what the
+deployment asked for.
 """
 
 from __future__ import annotations
@@ -38,9 +38,6 @@ UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--trace-rate",
     "--trace-count",
     "--trace-log-frequency",
-    "--cache-config",
-    "--cache-directory",
-    "--response-cache-byte-size",
     "--rate-limit",
     "--rate-limit-resource",
     "--host-policy",

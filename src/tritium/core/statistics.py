@@ -51,6 +51,9 @@ class ModelStatistics:
         self.compute_input = Duration()
         self.compute_infer = Duration()
         self.compute_output = Duration()
+        # Response-cache lookups that answered (hit) or did not (miss: lookup + insertion).
+        self.cache_hit = Duration()
+        self.cache_miss = Duration()
         self.inference_count = 0
         self.execution_count = 0
         self.last_inference_ms = 0
@@ -98,7 +101,6 @@ class ModelStatistics:
         batch.compute_output.add(output_ns)
 
     def as_json(self, name: str, version: str) -> dict[str, Any]:
-        zero = {"count": 0, "ns": 0}
         return {
             "name": name,
             "version": version,
@@ -112,8 +114,8 @@ class ModelStatistics:
                 "compute_input": self.compute_input.as_json(),
                 "compute_infer": self.compute_infer.as_json(),
                 "compute_output": self.compute_output.as_json(),
-                "cache_hit": dict(zero),
-                "cache_miss": dict(zero),
+                "cache_hit": self.cache_hit.as_json(),
+                "cache_miss": self.cache_miss.as_json(),
             },
             "response_stats": {},
             "batch_stats": [

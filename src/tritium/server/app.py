@@ -15,15 +15,16 @@ its constructor (nothing is attached afterwards), in this order:
 7. the ``Service`` façade over the table, the submitter and the repository API.
 
 Start-up is ordered (models, then frontends, then readiness); shutdown is the reverse:
-stop accepting, let in-flight requests finish within ``--exit-timeout-secs``, finalize every
-model, and leave no child process behind.
+optionally answer not-ready while still serving (``--drain-delay-secs``), stop accepting and
+close idle connections, let in-flight requests finish within ``--exit-timeout-secs``,
+finalize every model, and leave no child process behind (``shutdown`` has the signals and
+the countdown).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,9 @@ from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
+from tritium.server.shutdown import Countdown, serve_until_stopped
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
+from tritium.service.cache import ResponseStore, new_store
 from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
@@ -93,6 +96,7 @@ def build_service(
     model_control_mode: str = "none",
     spinner: LoneRequestSpinner | None = None,
     table: ModelTable | None = None,
+    response_store: ResponseStore | None = None,
 ) -> Wiring:
     """Wire the service layer over the model repositories ``roots`` (see the module's
     docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
@@ -109,10 +113,9 @@ def build_service(
     )
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
-    versions = VersionBuilder(
-        options, calls=bls, lone_request=spinner.lone if spinner.enabled else None
-    )
-    ensembles = EnsembleBuilder(submitter, table, options.gpu_count)
+    lone = spinner.lone if spinner.enabled else None
+    versions = VersionBuilder(options, calls=bls, lone_request=lone, response_store=response_store)
+    ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles)
     repository = RepositoryControl(manager, model_control_mode, model_code)
     service = Service(
@@ -150,6 +153,7 @@ class Server:
             verbose=settings.log_verbose,
             fmt=settings.log_format,
         )
+        self.response_store = new_store(settings.cache_config, settings.response_cache_byte_size)
         wiring = build_service(
             [Path(p) for p in settings.model_repository],
             options,
@@ -162,6 +166,7 @@ class Server:
             spinner=LoneRequestSpinner(
                 settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
             ),
+            response_store=self.response_store,
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,
@@ -241,14 +246,23 @@ class Server:
             )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(self.service, self.settings, self.metrics_config)
+            self.metrics = await _start_metrics(
+                self.service, self.settings, self.metrics_config, self.response_store
+            )
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
 
+    def begin_drain(self) -> None:
+        """``--drain-delay-secs``: not ready, still serving; HTTP closes after each answer."""
+        self.service.draining = True
+        if self.http is not None:
+            self.http.close_after_responses()
+
     async def shutdown(self) -> None:
         """Drain both frontends, then finalize and stop every model, all against one
-        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped)."""
+        deadline ``--exit-timeout-secs`` away (workers still busy then are stopped). Idle
+        connections and streams close at once; the log counts down (``shutdown.Countdown``)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(self.settings.exit_timeout_secs)
 
@@ -257,17 +271,37 @@ class Server:
 
         self.service.stopping = True
         await self.poller.stop()
-        drains: list[Awaitable[Any]] = []
-        if self.grpc is not None:
-            drains.append(self.grpc.stop(left()))
-        if self.http is not None:
-            drains.append(self.http.shutdown(left()))
-        await asyncio.gather(*drains)
-        await self.models.unload_all(left())
+        countdown = Countdown(
+            left,
+            lambda: sum(1 for version in self.table.loaded() if version.busy()),
+            lambda: sum(1 for _ in self.table.loaded()),
+        )
+        countdown.start()
+        try:
+            drains: list[Awaitable[Any]] = []
+            if self.grpc is not None:
+                drains.append(self.grpc.stop(left()))
+            if self.http is not None:
+                drains.append(self.http.shutdown(left()))
+            await asyncio.gather(*drains)
+            countdown.unloading()
+            await self.models.unload_all(left())
+        finally:
+            countdown.stop()
         if self.metrics is not None:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
+
+    async def abort(self) -> None:
+        """Stop at once (a second signal): close every connection; workers are killed next."""
+        self.service.stopping = True
+        if self.http is not None:
+            self.http.close()
+        if self.grpc is not None:
+            await self.grpc.stop(0)
+        if self.metrics is not None:
+            await self.metrics.close()
 
 
 def _check_readable_files(s: Settings) -> None:
@@ -327,7 +361,9 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     return await start_grpc_server(service, options)
 
 
-async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -> MetricsServer:
+async def _start_metrics(
+    service: Service, s: Settings, config: MetricsConfig, store: ResponseStore | None
+) -> MetricsServer:
     from tritium.frontends.http.timeouts import HttpTimeouts
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
     from tritium.server.metrics_http import metrics_over_http
@@ -339,6 +375,7 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
         cpu_metrics=s.allow_cpu_metrics,
         gpu_metrics=s.allow_gpu_metrics,
         config=config,
+        response_store=store,
     )
     # The HTTP endpoint's connections and timeouts: one set of limits for both ports.
     timeouts = HttpTimeouts(
@@ -348,25 +385,8 @@ async def _start_metrics(service: Service, s: Settings, config: MetricsConfig) -
 
 
 async def serve(settings: Settings) -> int:
-    server = Server(settings)
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        ok = await server.start()
-        if ok:
-            await stop.wait()
-            log.info("Received signal, shutting down")
-    finally:
-        try:
-            await server.shutdown()
-        finally:
-            # Last resort when a graceful stop failed: no worker outlives the server.
-            server.models.kill_all()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-    return 0 if ok else 1
+    """Serve until SIGINT/SIGTERM (see ``shutdown.serve_until_stopped``); the exit code."""
+    return await serve_until_stopped(Server(settings), float(settings.drain_delay_secs))
 
 
 def run(settings: Settings) -> int:

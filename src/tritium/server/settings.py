@@ -30,6 +30,12 @@ class Settings:
         "server exits even if some are still running.",
         "Server",
     )
+    drain_delay_secs: int = opt(
+        0,
+        "Seconds to keep serving after SIGTERM while answering not-ready (so that load "
+        "balancers stop sending first), before new connections are refused. 0: at once.",
+        "Server",
+    )
 
     busy_poll_us: int = opt(
         1000,
@@ -303,6 +309,14 @@ class Settings:
         metavar="[<mode>,]<setting>=<value>",
     )
 
+    # --- Response cache -----------------------------------------------------------------
+    cache_config: tuple[str, ...] = opt(
+        (), "Response cache of models with response_cache { enable: true }.", "Cache",
+        metavar="local,size=<bytes>",
+    )
+    cache_directory: str = opt("", "Accepted as tritonserver takes it (no effect).", "Cache")
+    response_cache_byte_size: int | None = opt(None, "Old --cache-config local,size=N.", "Cache")
+
     # --- Backend ------------------------------------------------------------------------
     backend_config: tuple[tuple[str, str, str], ...] = opt(
         (),
@@ -315,8 +329,7 @@ class Settings:
     # --- Connection limits and restricted APIs ------------------------------------------
     http_keep_alive_timeout_secs: int = opt(
         75,
-        "Seconds an HTTP connection may stay idle between requests before it is closed "
-        "(0: never).",
+        "Seconds an HTTP connection may stay idle between requests before it is closed (0: never).",
         "HTTP",
     )
     http_header_timeout_secs: int = opt(

@@ -14,6 +14,7 @@ from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
 from tritium.frontends.restricted import GRPC_HEADER_PREFIX, RestrictedApis
+from tritium.service.cache.config import parse_cache_config
 from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.tracing.settings import parse_trace_config
 
@@ -24,6 +25,7 @@ GRPC_IMPLEMENTATIONS = ("native", "grpcio")
 
 _NON_NEGATIVE = (
     "exit_timeout_secs",
+    "drain_delay_secs",
     "busy_poll_us",
     "busy_poll_linger_us",
     "busy_poll_worker_us",
@@ -70,6 +72,7 @@ def normalized(s: Mapping[str, Any]) -> dict[str, Any]:
     for name in (
         "metrics_config",
         "trace_config",
+        "cache_config",
         "http_restricted_api",
         "grpc_restricted_protocol",
     ):
@@ -108,6 +111,7 @@ def check(s: Mapping[str, Any]) -> None:
     _check_choice(s, "log_format", LOG_FORMATS)
     parse_metrics_config(s["metrics_config"])  # raises ValueError naming the bad setting
     parse_trace_config(s["trace_config"])
+    parse_cache_config(s["cache_config"], s["response_cache_byte_size"])
     _check_choice(s, "grpc_infer_response_compression_level", GRPC_COMPRESSION_LEVELS)
     _check_choice(s, "grpc_implementation", GRPC_IMPLEMENTATIONS)
     _check_models(s)

@@ -60,6 +60,8 @@ class Service:
         self.server_id = server_id
         self.strict_readiness = strict_readiness
         self.started = False
+        #: Set on SIGTERM with --drain-delay-secs: not ready, while everything is served.
+        self.draining = False
         # The request path's own: frontends call these directly (no extra frame per request).
         self.submit = submitter.submit
         self.is_decoupled = submitter.is_decoupled
@@ -88,14 +90,14 @@ class Service:
         return True
 
     def ready(self) -> bool:
-        if not self.started or self.stopping:
+        if not self.started or self.stopping or self.draining:
             return False
         return self.table.all_ready() if self.strict_readiness else True
 
     def not_ready_reason(self) -> str:
         """Why :meth:`ready` is false, for an operator: the models that keep the server
         not ready under strict readiness, and why each one is not."""
-        if self.stopping:
+        if self.stopping or self.draining:
             return "the server is shutting down"
         if not self.started:
             return "the server is starting: models are still loading"

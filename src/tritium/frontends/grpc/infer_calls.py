@@ -28,6 +28,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_bytes,
     stream_response_split,
 )
+from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown, end_when_idle
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import DecoupledCall
 from tritium.service.api import ServiceApi
@@ -317,6 +318,7 @@ async def model_stream_infer(
     service: ServiceApi,
     requests: AsyncIterator[service_pb2.ModelInferRequest],
     trace: dict[str, str] | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> AsyncIterator[service_pb2.ModelStreamInferResponse]:
     """ModelStreamInfer over async iterators (for transports that hand out iterators).
 
@@ -324,7 +326,8 @@ async def model_stream_infer(
     taken by the transport; past that, no further request is read until the client
     takes its replies. Replies waiting for the client are capped at
     :data:`MAX_STREAM_REPLY_BYTES`: past that, every request of the stream is cancelled
-    and :class:`StreamBacklogExceeded` ends the call."""
+    and :class:`StreamBacklogExceeded` ends the call. In ``open_streams``, it is ended at
+    shutdown once no request of it is pending (:class:`StreamEndedAtShutdown`)."""
     loop = asyncio.get_running_loop()
     replies: asyncio.Queue[service_pb2.ModelStreamInferResponse | None] = asyncio.Queue()
     waiting = [0]  # bytes of the replies in the queue
@@ -365,6 +368,16 @@ async def model_stream_infer(
             replies.put_nowait(None)
 
     reader = asyncio.ensure_future(read())
+    ended: list[bool] = []  # by the server's shutdown
+
+    def end_now() -> None:
+        if not ended:
+            ended.append(True)
+            reader.cancel()
+            replies.put_nowait(None)
+
+    streams = open_streams if open_streams is not None else OpenStreams()
+    streams.add(ending := partial(end_when_idle, stream, end_now))
     try:
         while (reply := await replies.get()) is not None:
             waiting[0] -= reply.ByteSize()
@@ -378,7 +391,10 @@ async def model_stream_infer(
                 f"stream reset: more than {MAX_STREAM_REPLY_BYTES >> 20} MiB of responses "
                 "were waiting for the client to read them"
             )
+        if ended:
+            raise StreamEndedAtShutdown("Server is shutting down")
         await reader  # surfaces a broken request stream
     finally:
+        streams.discard(ending)
         reader.cancel()
         stream.cancel()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import grpc
 
+from tritium.frontends.grpc.open_streams import OpenStreams
 from tritium.frontends.grpc.options import GrpcOptions, KeepaliveOptions, TlsFiles
 from tritium.frontends.grpc.servicer import add_methods_to_server
 from tritium.service.api import ServiceApi
@@ -31,17 +32,27 @@ _COMPRESSION: dict[str, grpc.Compression] = {
 class GrpcServer:
     """A running gRPC endpoint."""
 
-    def __init__(self, server: grpc.aio.Server, port: int) -> None:
+    def __init__(
+        self, server: grpc.aio.Server, port: int, streams: OpenStreams | None = None
+    ) -> None:
         self._server = server
         self._port = port
+        self._streams = streams if streams is not None else OpenStreams()
 
     @property
     def port(self) -> int:
         """The bound port (the real one when started with port 0)."""
         return self._port
 
+    @property
+    def in_flight(self) -> int:
+        """ModelStreamInfer calls still open (grpc.aio does not count its unary calls)."""
+        return len(self._streams)
+
     async def stop(self, grace: float) -> None:
-        """Stop accepting; let in-flight calls finish for up to ``grace`` seconds."""
+        """Stop accepting (GOAWAY), end idle streams at once, and let in-flight calls
+        finish for up to ``grace`` seconds."""
+        self._streams.end_all()
         await self._server.stop(grace)
 
 
@@ -118,7 +129,8 @@ async def start_grpc_server(service: ServiceApi, options: GrpcOptions) -> GrpcSe
     credentials = _server_credentials(options.tls) if options.tls is not None else None
     compression = _compression(options)
     server = grpc.aio.server(options=_channel_options(options))
-    add_methods_to_server(server, service, compression, options.restricted)
+    streams = OpenStreams()
+    add_methods_to_server(server, service, compression, options.restricted, streams)
     address = f"{host}:{port}"
     try:
         if credentials is None:
@@ -130,4 +142,4 @@ async def start_grpc_server(service: ServiceApi, options: GrpcOptions) -> GrpcSe
     if bound == 0:
         raise OSError(f"cannot bind the gRPC endpoint to {address}")
     await server.start()
-    return GrpcServer(server, bound)
+    return GrpcServer(server, bound, streams)

@@ -17,6 +17,7 @@ import grpc
 from tritium.core.trace_context import TRACEPARENT, propagated
 from tritium.frontends.grpc.calls import METHODS, STREAM, Method
 from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_status
+from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
 from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 from tritium.service.api import ServiceApi
 
@@ -90,13 +91,18 @@ def _unary(method: Method, service: ServiceApi, compression: grpc.Compression | 
     return compressed
 
 
-def _stream(method: Method, service: ServiceApi, compression: grpc.Compression | None) -> Callable:
+def _stream(
+    method: Method,
+    service: ServiceApi,
+    compression: grpc.Compression | None,
+    open_streams: OpenStreams | None = None,
+) -> Callable:
     handler = method.handler
 
-    if method.infer:  # infer streams take the call's trace context too
+    if method.infer:  # infer streams take the call's trace context (and shutdown) too
 
         def open_replies(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-            return handler(service, requests, _trace_context(context))
+            return handler(service, requests, _trace_context(context), open_streams)
 
     else:
 
@@ -115,6 +121,8 @@ def _stream(method: Method, service: ServiceApi, compression: grpc.Compression |
                 yield reply
         except StreamBacklogExceeded as exc:
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+        except StreamEndedAtShutdown as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
 
     return call
 
@@ -158,11 +166,12 @@ def _rpc_handler(
     service: ServiceApi,
     compression: grpc.Compression | None,
     restriction: Restriction | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> grpc.RpcMethodHandler:
     # Only inference responses are compressed, as Triton does.
     compression = compression if method.infer else None
     if method.kind == STREAM:
-        call = _stream(method, service, compression)
+        call = _stream(method, service, compression, open_streams)
         if restriction is not None:
             call = _guard(method, call, restriction)
         return grpc.stream_stream_rpc_method_handler(
@@ -198,12 +207,14 @@ def method_handlers(
     service: ServiceApi,
     compression: grpc.Compression | None = None,
     restricted: RestrictedApis | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
     """grpc.aio method handlers for every method in ``calls.METHODS``, by service name
     (``inference.GRPCInferenceService`` and ``grpc.health.v1.Health``) then method name.
 
     ``compression`` (when set) applies to the responses of inference methods only;
-    methods of a group ``restricted`` names require its header.
+    methods of a group ``restricted`` names require its header; ModelStreamInfer calls
+    are listed in ``open_streams`` (when given) so that shutdown can end the idle ones.
     """
     restricted = restricted or RestrictedApis()
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
@@ -211,7 +222,7 @@ def method_handlers(
         service_name = path[1:].rsplit("/", 1)[0]
         restriction = restricted.for_group(grpc_method_group(method.name))
         by_service.setdefault(service_name, {})[method.name] = _rpc_handler(
-            method, service, compression, restriction
+            method, service, compression, restriction, open_streams
         )
     return by_service
 
@@ -221,9 +232,10 @@ def add_methods_to_server(
     service: ServiceApi,
     compression: grpc.Compression | None = None,
     restricted: RestrictedApis | None = None,
+    open_streams: OpenStreams | None = None,
 ) -> None:
     """Serve every method of ``calls.METHODS`` on ``server`` (before it starts)."""
-    for name, handlers in method_handlers(service, compression, restricted).items():
+    for name, handlers in method_handlers(service, compression, restricted, open_streams).items():
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, handlers),))
         # Registered methods (grpcio >= 1.63) are matched inside grpc core, without a
         # Python lookup per call; older grpcio serves them through the generic handler.

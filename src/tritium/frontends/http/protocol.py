@@ -61,6 +61,7 @@ class HttpProtocol(RequestReading):
         max_input_size: int,
         max_pipeline: int = DEFAULT_MAX_PIPELINE,
         timeouts: HttpTimeouts = _DEFAULT_TIMEOUTS,
+        close_after_response: bool = False,
     ) -> None:
         self._router = router
         self._timeouts = timeouts
@@ -89,7 +90,7 @@ class HttpProtocol(RequestReading):
         self._plannable = None
         # connection state
         self._stop_parsing = False
-        self._draining = False
+        self._draining = close_after_response
         self._write_paused = False
         self._read_paused = False
         self.closed: asyncio.Future[None] = self._loop.create_future()
@@ -211,6 +212,11 @@ class HttpProtocol(RequestReading):
         if self._head is None:
             self._refused = raw
         self._candidate = b""
+
+    def close_after_response(self) -> None:
+        """Answer the next request with ``Connection: close`` and close after it, so the
+        client reconnects (through its load balancer) instead of keeping this one."""
+        self._draining = True
 
     def begin_drain(self) -> None:
         """Finish the requests already received, then close; read no new ones."""

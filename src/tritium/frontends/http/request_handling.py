@@ -47,7 +47,8 @@ class RequestHandling(ResponseWriting):
         queue = self._queue
         queue.append(slot)
         self._dispatch(slot, method, path, query, headers, body)
-        if slot.response is not None and queue[0] is slot:
+        # A deferred response settled at once (a response-cache hit) was flushed already.
+        if slot.response is not None and queue and queue[0] is slot:
             self._flush()
         elif len(queue) >= self._max_pipeline:
             self._update_reading()

@@ -34,11 +34,14 @@ class HttpServer:
         router: Router,
         connections: set[HttpProtocol],
         sweep: ConnectionSweep | None = None,
+        closing: list[bool] | None = None,
     ) -> None:
         self._server = server
         self._router = router
         self._connections = connections
         self._sweep = sweep
+        #: Set by :meth:`close_after_responses`; read by the protocol factory.
+        self._closing = closing if closing is not None else [False]
 
     @property
     def router(self) -> Router:
@@ -56,6 +59,13 @@ class HttpServer:
     @property
     def connection_count(self) -> int:
         return len(self._connections)
+
+    def close_after_responses(self) -> None:
+        """The drain window: every connection, and every new one, answers its next request
+        with ``Connection: close`` and closes, so clients do not stay on this server."""
+        self._closing[0] = True
+        for conn in list(self._connections):
+            conn.close_after_response()
 
     def close(self) -> None:
         """Stop accepting and close every connection now (in-flight requests are
@@ -140,6 +150,7 @@ async def serve_routes(
     loop = asyncio.get_running_loop()
     connections: set[HttpProtocol] = set()
     timeouts = timeouts if timeouts is not None else HttpTimeouts()
+    closing = [False]  # see HttpServer.close_after_responses
 
     def factory() -> HttpProtocol:
         return HttpProtocol(
@@ -148,6 +159,7 @@ async def serve_routes(
             max_input_size=max_input_size,
             max_pipeline=max_pipeline,
             timeouts=timeouts,
+            close_after_response=closing[0],
         )
 
     if sock is not None:
@@ -155,4 +167,4 @@ async def serve_routes(
     else:
         server = await loop.create_server(factory, host=host, port=port, backlog=1024)
     period = sweep_period(timeouts.keep_alive, timeouts.header, timeouts.body)
-    return HttpServer(server, router, connections, ConnectionSweep(connections, period))
+    return HttpServer(server, router, connections, ConnectionSweep(connections, period), closing)

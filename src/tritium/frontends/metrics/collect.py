@@ -16,6 +16,7 @@ from tritium.frontends.metrics.config import MetricsConfig
 from tritium.frontends.metrics.exposition import Family, Labels
 from tritium.frontends.metrics.gpu import GpuSample
 from tritium.frontends.metrics.system import SystemSample
+from tritium.service.cache import ResponseStore
 from tritium.service.model.interface import ServedVersion
 
 _COUNTERS = (
@@ -90,6 +91,24 @@ _SUMMARIES = (
         "compute_output_summary",
     ),
 )
+# Per model, for versions with the response cache on: (family, help, Duration attribute,
+# whether the number is the count or the µs).
+_CACHE_PER_MODEL = (
+    ("nv_cache_num_hits_per_model", "Number of cache hits per model", "cache_hit", True),
+    (
+        "nv_cache_hit_duration_per_model",
+        "Total cache hit duration per model, in microseconds",
+        "cache_hit",
+        False,
+    ),
+    ("nv_cache_num_misses_per_model", "Number of cache misses per model", "cache_miss", True),
+    (
+        "nv_cache_miss_duration_per_model",
+        "Total cache miss (insert+lookup) duration per model, in microseconds",
+        "cache_miss",
+        False,
+    ),
+)
 PENDING = (
     "nv_inference_pending_request_count",
     "Instantaneous number of pending requests awaiting execution per-model.",
@@ -136,7 +155,57 @@ def model_families(versions: list[ServedVersion], config: MetricsConfig) -> list
         for family, (_, _, attr) in zip(durations, _DURATIONS):
             family.add(labels, getattr(stats, attr).ns // 1000)
         pending.add(labels, loaded.scheduler.statistics().queued)
-    return [success, failure, count, execs, *durations, pending]
+    cached = [v for v in versions if v.cache is not None]
+    return [success, failure, count, execs, *durations, *_cache_per_model(cached), pending]
+
+
+def _cache_per_model(versions: list[ServedVersion]) -> list[Family]:
+    """Triton's per-model cache counters, listed only for models with the cache on."""
+    if not versions:
+        return []
+    families = []
+    for name, text, attr, is_count in _CACHE_PER_MODEL:
+        family = Family(name, text, "counter")
+        for loaded in versions:
+            duration = getattr(loaded.stats, attr)
+            labels: Labels = (("model", loaded.name), ("version", loaded.version_str))
+            family.add(labels, duration.count if is_count else duration.ns // 1000)
+        families.append(family)
+    return families
+
+
+def cache_families(store: ResponseStore | None) -> list[Family]:
+    """Triton's server-wide response-cache gauges (a server with a cache only)."""
+    if store is None:
+        return []
+    rows = (
+        ("nv_cache_util", "Cache utilization [0.0 - 1.0]", store.utilization),
+        ("nv_cache_num_entries", "Number of responses stored in response cache", len(store)),
+        ("nv_cache_num_hits", "Number of cache hits in response cache", store.hits),
+        ("nv_cache_num_misses", "Number of cache misses in response cache", store.misses),
+        ("nv_cache_num_lookups", "Number of cache lookups in response cache", store.lookups),
+        (
+            "nv_cache_num_evictions",
+            "Number of cache evictions in response cache",
+            store.evictions,
+        ),
+        (
+            "nv_cache_lookup_duration",
+            "Total cache lookup duration (hit and miss), in microseconds",
+            store.lookup_ns // 1000,
+        ),
+        (
+            "nv_cache_insertion_duration",
+            "Total cache insertion duration, in microseconds",
+            store.insertion_ns // 1000,
+        ),
+    )
+    families = []
+    for name, text, value in rows:
+        family = Family(name, text, "gauge")
+        family.add((), value)
+        families.append(family)
+    return families
 
 
 def restart_family(versions: list[ServedVersion]) -> list[Family]:

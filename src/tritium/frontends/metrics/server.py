@@ -22,6 +22,7 @@ from typing import Protocol
 from tritium.core.custom_metrics import CustomMetrics
 from tritium.core.custom_metrics import registry as default_registry
 from tritium.frontends.metrics.collect import (
+    cache_families,
     cpu_families,
     custom_families,
     first_response_family,
@@ -35,6 +36,7 @@ from tritium.frontends.metrics.exposition import render
 from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
 from tritium.service.api import ServiceApi
+from tritium.service.cache import ResponseStore
 
 log = logging.getLogger("tritium.metrics")
 
@@ -50,6 +52,8 @@ class MetricsOptions:
     gpu_metrics: bool = True
     config: MetricsConfig = field(default_factory=MetricsConfig)
     sock: socket.socket | None = None  # a pre-bound socket (tests); host/port then unused
+    #: The server's response cache, for the nv_cache_* gauges (None: no cache).
+    response_store: ResponseStore | None = None
 
 
 class Listener(Protocol):
@@ -91,6 +95,7 @@ class MetricsPage:
         config = self._options.config
         versions = list(self._service.table.loaded())
         families = model_families(versions, config)
+        families += cache_families(self._options.response_store)
         families += custom_families(self._custom)
         families += gpu_families(self.gpu.latest)  # empty unless GPUs were found
         if self._options.cpu_metrics:

@@ -24,6 +24,7 @@ from tritium.ipc.messages import ToWorker
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
+from tritium.service.cache import ResponseStore, VersionCache, cache_for
 from tritium.service.lifecycle.builder import Built
 from tritium.service.model.classification import OutputClassifier
 from tritium.service.model.reshape import OutputReshaper
@@ -65,6 +66,8 @@ class EnsembleVersion:
         self.first_response: LatencyHistogram | None = None
         self._table = table
         self.scheduler = EnsembleScheduler(plan, submit_step, self.stats)
+        #: Set by the builder when the ensemble opts in and the server has a cache.
+        self.cache: VersionCache | None = None
 
     @property
     def ready(self) -> bool:
@@ -94,11 +97,15 @@ class EnsembleVersion:
         await self.stop(timeout, reason)
 
     async def stop(self, timeout: float, reason: str = "") -> None:
+        if self.cache is not None:
+            self.cache.drop()
         text = reason or "is unloading"
         self.scheduler.fail_all(Unavailable(f"model '{self.name}' version {self.version} {text}"))
         self.scheduler.close()
 
     def kill(self) -> None:
+        if self.cache is not None:
+            self.cache.drop()
         self.scheduler.close()
 
 
@@ -106,10 +113,17 @@ class EnsembleBuilder:
     """Builds an ensemble's versions (the manager's builder for ensemble configs): steps
     go through ``submitter``, step models are looked up in ``table``."""
 
-    def __init__(self, submitter: Submitter, table: ModelTable, gpu_count: int = 0) -> None:
+    def __init__(
+        self,
+        submitter: Submitter,
+        table: ModelTable,
+        gpu_count: int = 0,
+        response_store: ResponseStore | None = None,
+    ) -> None:
         self._submit_step = submitter.submit_step
         self._table = table
         self._gpu_count = gpu_count
+        self._response_store = response_store
 
     async def build(
         self,
@@ -153,7 +167,14 @@ class EnsembleBuilder:
         plan = build_plan(config, lookup)
         built = Built(config)
         for number in selection.selected:
-            built.loaded[number] = EnsembleVersion(
-                self._submit_step, table, name, number, config, plan
+            ensemble = EnsembleVersion(self._submit_step, table, name, number, config, plan)
+            ensemble.cache = cache_for(
+                self._response_store,
+                config,
+                ensemble.stats,
+                name,
+                ensemble.version_str,
+                frozenset(ensemble.signature.outputs),
             )
+            built.loaded[number] = ensemble
         return built

@@ -24,6 +24,7 @@ from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
 from tritium.scheduling import load_initial_states
+from tritium.service.cache import ResponseStore, cache_for
 from tritium.service.lifecycle.warmup import warm_up
 from tritium.service.model.classification import Labels, read_labels
 from tritium.service.model.interface import ServedVersion
@@ -121,8 +122,11 @@ class VersionBuilder:
         options: LoadOptions,
         calls: CallHandler | None = None,
         lone_request: Callable[[], bool] | None = None,
+        response_store: ResponseStore | None = None,
     ) -> None:
         self.options = options
+        #: The server's response cache (None: no cache configured).
+        self.response_store = response_store
         self._starting: set[WorkerProcess] = set()
         self.call_handler = calls
         self.lone_request = lone_request
@@ -285,6 +289,14 @@ class VersionBuilder:
             raise Unavailable(f"failed to load model '{name}': {first}")
         loaded = LoadedVersion(
             name, version, config, instances, stats, folder, initial_states, labels
+        )
+        loaded.cache = cache_for(
+            self.response_store,
+            config,
+            stats,
+            name,
+            loaded.version_str,
+            frozenset(loaded.signature.outputs),
         )
         if self.options.first_response_histogram and loaded.decoupled:
             loaded.first_response = LatencyHistogram(first_response_buckets(config))

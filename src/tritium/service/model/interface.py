@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
 from tritium.ipc.messages import ToWorker
+from tritium.service.cache import VersionCache
 from tritium.service.model.classification import OutputClassifier
 from tritium.service.model.reshape import OutputReshaper
 from tritium.service.model.signature import ModelSignature
@@ -35,6 +36,9 @@ class ServedVersion(Protocol):
     first_response: LatencyHistogram | None
     #: The worker instances serving it (none for an ensemble).
     instances: list[ModelInstance]
+    #: The response cache in front of the scheduler; None unless the model opts in and
+    #: the server has a cache.
+    cache: VersionCache | None
     #: Takes requests (``submit``), reports ``statistics()``, fails what it holds.
     scheduler: Any
 

@@ -26,6 +26,7 @@ from tritium.scheduling import (
     SequenceBatcher,
     SequenceConfig,
 )
+from tritium.service.cache import VersionCache
 from tritium.service.model.classification import Labels, OutputClassifier
 from tritium.service.model.reshape import OutputReshaper, output_reshaper
 from tritium.service.model.signature import ModelSignature, signature_from_config
@@ -65,6 +66,8 @@ class LoadedVersion:
         self.classifier = OutputClassifier(batched, labels or {})
         self.instances = instances
         self.scheduler = make_scheduler(config, instances, initial_states)
+        #: Set by the builder when the model opts in and the server has a cache.
+        self.cache: VersionCache | None = None
         #: The decoupled transaction policy: responses stream, unary infer is refused.
         self.decoupled = bool(config.get("model_transaction_policy", {}).get("decoupled"))
         #: Decoupled models with --metrics-config histogram_latencies=true only.
@@ -107,6 +110,8 @@ class LoadedVersion:
         if self._stopped:
             return
         self._stopped = True
+        if self.cache is not None:
+            self.cache.drop()
         text = reason or "is unloading"
         self.scheduler.fail_all(Unavailable(f"model '{self.name}' version {self.version} {text}"))
         self.scheduler.close()
@@ -125,6 +130,8 @@ class LoadedVersion:
                 process.post(message)
 
     def kill(self) -> None:
+        if self.cache is not None:
+            self.cache.drop()
         for instance in self.instances:
             instance.kill()
         if self._folder is not None:

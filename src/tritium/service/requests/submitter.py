@@ -113,7 +113,14 @@ class Submitter:
             loaded.signature.validate(request)
             request.arrival_ns = now_ns()
             try:
-                done = loaded.scheduler.submit(request)
+                cache = loaded.cache
+                if cache is None:
+                    done = loaded.scheduler.submit(request)
+                else:
+                    done = cache.submit(request, loaded.scheduler.submit)
+                    if done.done():
+                        # A cache hit, answered already: nothing in flight to poll for.
+                        spinner = None
             except TritiumError as exc:
                 loaded.stats.record_failure(now_ns() - request.arrival_ns, failure_reason(exc))
                 raise

@@ -165,6 +165,20 @@ class GrpcProtocol(asyncio.Protocol):
         self.conn.goaway()
         self.flush()
 
+    def shut_down(self) -> None:
+        """The server is stopping: GOAWAY, and end every stream that waits for nothing
+        (an idle ModelStreamInfer) so that only requests in flight keep the connection."""
+        self.conn.goaway()
+        for stream in list(self.conn.streams.values()):
+            end = getattr(stream.receiver, "end_at_shutdown", None)
+            if end is not None:
+                end()
+        self.flush()
+
+    def in_flight(self) -> int:
+        """Streams still open (each a call in flight)."""
+        return len(self.conn.streams)
+
     def abort(self) -> None:
         if not self.closed and self.transport is not None:
             self.closed = True
@@ -246,15 +260,20 @@ class NativeGrpcServer:
     def connections(self) -> int:
         return len(self._shared.connections)
 
+    @property
+    def in_flight(self) -> int:
+        """Calls still open on every connection."""
+        return sum(proto.in_flight() for proto in self._shared.connections)
+
     async def stop(self, grace: float) -> None:
-        """GOAWAY every connection, let open streams finish for up to ``grace`` seconds,
-        then close what is left."""
+        """GOAWAY every connection and end idle streams at once, let calls in flight
+        finish for up to ``grace`` seconds, then close what is left."""
         shared = self._shared
         shared.stopping = True
         self._server.close()
         self._sweep.close()
         for proto in list(shared.connections):
-            proto.goaway()
+            proto.shut_down()
         deadline = shared.loop.time() + max(grace, 0.0)
         while shared.connections and shared.loop.time() < deadline:
             await asyncio.sleep(0.01)

@@ -15,9 +15,13 @@ from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.call_state import CallState, compress_message
 from tritium.frontends.grpc.native.frames import ENHANCE_YOUR_CALM
 from tritium.frontends.grpc.native.sending import MAX_QUEUED_BYTES
+from tritium.frontends.grpc.open_streams import end_when_idle
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
 
 logger = logging.getLogger("tritium.frontends.grpc")
+
+#: How a stream ended by the server's shutdown says so (the request path's refusal text).
+SHUTTING_DOWN = "Server is shutting down"
 
 
 class StreamReplies(CallState):
@@ -100,6 +104,21 @@ class StreamReplies(CallState):
             self._close()
             self._cancel_work()
         proto.schedule_flush()
+
+    def end_at_shutdown(self) -> None:
+        """The server is stopping: end this stream now when no request of it is pending,
+        else once its last pending request has been answered (UNAVAILABLE either way, so
+        the client knows to go elsewhere). A unary call is left to finish."""
+        if self.infer_stream is not None and not self.closed:
+            end_when_idle(self.infer_stream, self._shutdown_idle)
+
+    def _shutdown_idle(self) -> None:
+        if self.compressing is not None:
+            self.idle_pending = True  # ended once the waiting messages are sent
+            return
+        if not self.closed:
+            self._end(w.UNAVAILABLE, SHUTTING_DOWN)
+            self.proto.schedule_flush()
 
     def _stream_idle(self) -> None:
         if self.compressing is not None:

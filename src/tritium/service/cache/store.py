@@ -1,0 +1,140 @@
+"""The server-wide response store: a bounded least-recently-used map of cached responses.
+
+Memory is accounted exactly: an entry costs its outputs' payload bytes (BYTES tensors in
+their serialized form) plus their names, datatypes and shapes and the key; the store never
+holds more than its size. A response larger than the whole store is not kept. Eviction
+drops the least recently used entry first (a lookup hit or an insertion makes an entry
+the most recent), so which entries remain is deterministic for a given order of requests.
+Every entry belongs to one loaded version (its owner) and is dropped with it.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tritium.core.clock import now_ns
+from tritium.core.packed_bytes import PackedBytes, wire_bytes
+from tritium.core.types import OutputTensor
+
+_OBJECT = np.dtype(np.object_)
+# The bytes an output's shape costs per dimension (as an int64).
+_DIM_BYTES = 8
+
+
+class CachedResponse:
+    """A response's outputs as kept: read-only arrays owned by the store."""
+
+    __slots__ = ("outputs", "names", "nbytes", "owner")
+
+    def __init__(self, outputs: tuple[OutputTensor, ...], nbytes: int, owner: object) -> None:
+        self.outputs = outputs
+        self.names = frozenset(o.name for o in outputs)
+        self.nbytes = nbytes
+        self.owner = owner
+
+
+def keep_outputs(
+    outputs: Sequence[OutputTensor], key: bytes
+) -> tuple[tuple[OutputTensor, ...], int]:
+    """Owned, read-only copies of ``outputs`` (they may view a worker's arena) and the
+    bytes the entry costs."""
+    kept = []
+    nbytes = len(key)
+    for output in outputs:
+        data: Any = output.data
+        if type(data) is PackedBytes or data.dtype == _OBJECT:
+            raw = bytes(wire_bytes(data))
+            data = PackedBytes(raw, tuple(output.shape))
+            payload = len(raw)
+        else:
+            data = np.array(data, copy=True, order="C")
+            data.flags.writeable = False
+            payload = data.nbytes
+        nbytes += payload + len(output.name) + len(output.datatype) + _DIM_BYTES * len(output.shape)
+        kept.append(OutputTensor(output.name, output.datatype, tuple(output.shape), data))
+    return tuple(kept), nbytes
+
+
+class ResponseStore:
+    """At most ``size`` bytes of cached responses, least recently used evicted first.
+
+    The counters are Triton's server-wide cache metrics (``nv_cache_*``)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.used = 0
+        self._entries: OrderedDict[bytes, CachedResponse] = OrderedDict()
+        self._by_owner: dict[object, set[bytes]] = {}
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+        self.lookup_ns = 0
+        self.insertion_ns = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def lookups(self) -> int:
+        return self.hits + self.misses
+
+    @property
+    def utilization(self) -> float:
+        """The share of the size in use (0..1)."""
+        return self.used / self.size if self.size else 0.0
+
+    def lookup(self, key: bytes) -> CachedResponse | None:
+        """The entry for ``key`` (now the most recently used), else None. Counts the hit or
+        the miss; the caller, which times the whole lookup, adds to ``lookup_ns``."""
+        entry = self._entries.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.hits += 1
+        return entry
+
+    def peek(self, key: bytes) -> CachedResponse | None:
+        """The entry for ``key``, neither counted nor made the most recent."""
+        return self._entries.get(key)
+
+    def insert(self, key: bytes, outputs: Sequence[OutputTensor], owner: object) -> int:
+        """Keep ``outputs`` under ``key``, evicting the least recently used entries to make
+        room; returns the nanoseconds it took. A response larger than the store is not kept."""
+        start = now_ns()
+        kept, nbytes = keep_outputs(outputs, key)
+        if nbytes <= self.size:
+            old = self._entries.get(key)
+            if old is not None:
+                self._remove(key, old)
+            while self.used + nbytes > self.size:
+                oldest, entry = next(iter(self._entries.items()))
+                self._remove(oldest, entry)
+                self.evictions += 1
+            self._entries[key] = CachedResponse(kept, nbytes, owner)
+            self.used += nbytes
+            self._by_owner.setdefault(owner, set()).add(key)
+        spent = now_ns() - start
+        self.insertion_ns += spent
+        return spent
+
+    def drop_owner(self, owner: object) -> int:
+        """Drop every entry of ``owner`` (a version reloaded or unloaded); returns how many."""
+        keys = self._by_owner.pop(owner, ())
+        for key in keys:
+            entry = self._entries.pop(key)
+            self.used -= entry.nbytes
+        return len(keys)
+
+    def _remove(self, key: bytes, entry: CachedResponse) -> None:
+        del self._entries[key]
+        self.used -= entry.nbytes
+        keys = self._by_owner.get(entry.owner)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_owner[entry.owner]
