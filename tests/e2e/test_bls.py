@@ -178,6 +178,9 @@ def test_load_and_unload_model_from_model_code(server):
     assert not client.is_model_ready("ens_add")
     with pytest.raises(InferenceServerException, match="failed to poll from model repository"):
         _bls(server, "http", x, target="no_such_model", mode="load")
+    # Issue 29: model code's loads are logged with Triton's life-cycle lines too.
+    assert server.wait_for_log(r"successfully unloaded 'ens_add' version 1")
+    assert "successfully loaded 'ens_add'" in server.log
 
 
 def test_bench_bls_add_sub(server, protocol):

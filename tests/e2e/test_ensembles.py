@@ -411,3 +411,18 @@ def test_invalid_ensembles_are_refused_with_the_step_and_tensor(tmp_path: Path):
         finally:
             client.close()
             grpc.close()
+
+
+def test_classification_of_an_ensemble_output_uses_its_label_file(server, protocol):
+    """``ens_two_step``'s output Y has ``label_filename: "y_labels.txt"`` (cat, dog, bird):
+    its classes carry the ensemble's own labels, as in Triton."""
+    module, client = _client(server, protocol)
+    try:
+        inp = module.InferInput("X", [1, 3], "FP32")
+        inp.set_data_from_numpy(np.array([[0.5, 2.0, 1.0]], np.float32))
+        wanted = [module.InferRequestedOutput("Y", class_count=2)]
+        result = client.infer("ens_two_step", [inp], outputs=wanted)
+    finally:
+        client.close()
+    classes = [c.decode() for c in result.as_numpy("Y").reshape(-1)]
+    assert classes == ["8.000000:1:dog", "4.000000:2:bird"]

@@ -161,7 +161,7 @@ def test_request_text_cannot_forge_a_line(server: ServerProcess) -> None:
     assert line.endswith(r'"log_writer says inject\nE1201 22:00:00.000000 1 forged.py:1] \"owned\"\r\n\"quote\" \\ end"')
 
 
-def test_model_error_traceback_is_one_escaped_line(server: ServerProcess) -> None:
+def test_model_error_traceback_is_readable_and_forges_no_line(server: ServerProcess) -> None:
     with pytest.raises(InferenceServerException):
         say(server.http_url, "raise:\nE1201 22:00:00.000000 1 forged.py:1] fake")
     assert server.wait_for_log(r"ValueError: raise:")
@@ -169,6 +169,11 @@ def test_model_error_traceback_is_one_escaped_line(server: ServerProcess) -> Non
     assert not any(line.startswith("E1201 22:00:00.000000 1 forged.py") for line in lines)
     (line,) = [line for line in lines if "Traceback" in line]
     assert line.startswith("E") and DEFAULT_LINE.match(line)
+    # Readable in a terminal: the traceback's own lines follow, indented, not escaped.
+    at = lines.index(line)
+    assert line.endswith('"Traceback (most recent call last):"')
+    assert "  ValueError: raise:" in lines[at + 1 :]
+    assert "  E1201 22:00:00.000000 1 forged.py:1] fake" in lines[at + 1 :]
 
 
 def _serve_to_file(log_file: Path, *extra: str) -> subprocess.Popen[bytes]:

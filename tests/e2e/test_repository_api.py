@@ -132,7 +132,9 @@ def test_loading_a_model_that_is_in_no_repository(client):
     with pytest.raises(InferenceServerException) as info:
         client.raw.load_model("nope")
     assert "failed to load 'nope', failed to poll from model repository" in str(info.value)
-    assert _status(info.value) in ("500", "StatusCode.INTERNAL")
+    # Issue 29: a client's mistake (a name in no repository) is a 4xx; Triton's core marks
+    # this error NOT_FOUND.
+    assert _status(info.value) in ("404", "StatusCode.NOT_FOUND")
 
 
 def test_unloading_an_unknown_model_succeeds_as_in_triton(client):

@@ -129,7 +129,8 @@ def test_queued_requests_fail_at_once_naming_the_model(tmp_path):
         for t in (first, *queued):
             t.join(60)
         texts = sorted(text for _, text in outcomes)
-        assert texts[0] == "[503] instance 'crashy:1' exited unexpectedly"
+        # Issue 29: the instance is named as everywhere else ('crashy_0_0', not 'crashy:1').
+        assert texts[0] == "[503] instance 'crashy_0_0' exited unexpectedly"
         assert (
             texts[1:]
             == [

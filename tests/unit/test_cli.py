@@ -343,7 +343,7 @@ def test_missing_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --http-port: expected one argument" in err
 
 
-@pytest.mark.parametrize("flag", ["--trace-level", "--rate-limit", "--host-policy"])
+@pytest.mark.parametrize("flag", ["--rate-limit-resource", "--host-policy", "--sagemaker-port"])
 def test_unsupported_triton_flags_are_refused_by_name(
     capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
@@ -353,11 +353,81 @@ def test_unsupported_triton_flags_are_refused_by_name(
     assert f"{flag} is a tritonserver flag that tritium does not support" in err
 
 
+@pytest.mark.parametrize(
+    "arg",
+    [
+        "--rate-limit=off",
+        "--rate-limit=OFF",
+        "--allow-sagemaker=false",
+        "--allow-sagemaker=0",
+        "--allow-vertex-ai=false",
+        "--allow-vertex-ai=off",
+        "--model-namespacing=false",
+    ],
+)
+def test_flags_that_switch_a_feature_off_are_accepted(arg: str) -> None:
+    # Issue 29: a tritonserver command line that switches off what tritium lacks keeps working.
+    assert parse(arg) == Settings(model_repository=("/models",))
+
+
+@pytest.mark.parametrize(
+    ("arg", "feature"),
+    [
+        ("--rate-limit=execution_count", "a rate limiter"),
+        ("--allow-sagemaker=true", "the SageMaker endpoint"),
+        ("--allow-sagemaker", "the SageMaker endpoint"),
+        ("--allow-vertex-ai=1", "the Vertex AI endpoint"),
+        ("--model-namespacing=true", "model namespacing"),
+    ],
+)
+def test_flags_that_ask_for_a_missing_feature_are_refused_naming_it(
+    capsys: pytest.CaptureFixture[str], arg: str, feature: str
+) -> None:
+    err = usage_error(capsys, REPO, arg)
+    assert f"{arg}: tritium does not provide {feature}" in err
+
+
+def test_old_trace_flags_are_read_as_trace_config(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = parse(
+        "--trace-file=/tmp/trace.json",
+        "--trace-level=TIMESTAMPS",
+        "--trace-rate=10",
+        "--trace-count=5",
+        "--trace-log-frequency=2",
+    )
+    assert settings.trace_config == (
+        "triton,file=/tmp/trace.json",
+        "level=TIMESTAMPS",
+        "rate=10",
+        "count=5",
+        "triton,log-frequency=2",
+    )
+    assert "--trace-level is deprecated in Triton; read as --trace-config level=TIMESTAMPS" in (
+        capsys.readouterr().err
+    )
+
+
+def test_help_no_longer_says_tracing_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse("--help")
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tracing" not in out.split("are refused")[0].split("does not provide")[-1]
+    assert "--trace-file <value>" in out and "--trace-config triton,file=<value>" in out
+
+
 def test_response_cache_flags() -> None:
     settings = parse("--cache-config=local,size=1048576", "--cache-directory=/opt/caches")
     assert settings.cache_config == ("local,size=1048576",)
     assert settings.cache_directory == "/opt/caches"
     assert parse("--response-cache-byte-size=4096").response_cache_byte_size == 4096
+
+
+def test_an_empty_cache_config_means_no_cache() -> None:
+    # Issue 29: a launch script's `--cache-config=` (no cache) keeps working.
+    from tritium.service.cache import parse_cache_config
+
+    settings = parse("--cache-config=")
+    assert parse_cache_config(settings.cache_config, settings.response_cache_byte_size) is None
 
 
 def test_bad_cache_config_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

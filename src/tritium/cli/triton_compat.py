@@ -5,6 +5,11 @@ shared-library folders. They mean nothing to tritium, so they are accepted and d
 with a note, and the script keeps working. Flags for features tritium lacks (rate
 limiting, ...) are refused by name instead: ignoring them would silently change what the
 deployment asked for.
+
+A flag that only switches such a feature off (``--allow-sagemaker=false``,
+``--rate-limit=off``) asks for what tritium does anyway, so it is accepted with every value
+that means off; Triton's old trace flags (``--trace-file``, ``--trace-level``, ...) are
+read as the ``--trace-config`` settings that replaced them.
 """
 
 from __future__ import annotations
@@ -32,24 +37,34 @@ IGNORED_FLAGS: dict[str, str] = {
 UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--http-header-forward-pattern",
     "--grpc-header-forward-pattern",
-    "--model-namespacing",
-    "--trace-file",
-    "--trace-level",
-    "--trace-rate",
-    "--trace-count",
-    "--trace-log-frequency",
-    "--rate-limit",
     "--rate-limit-resource",
     "--host-policy",
-    "--allow-sagemaker",
     "--sagemaker-port",
     "--sagemaker-safe-port-range",
     "--sagemaker-thread-count",
-    "--allow-vertex-ai",
     "--vertex-ai-port",
     "--vertex-ai-thread-count",
     "--vertex-ai-default-model",
 )
+
+_BOOL_OFF = frozenset({"false", "off", "0"})
+
+# flag -> (the values that mean off, what tritium does not provide)
+OFF_ONLY_FLAGS: dict[str, tuple[frozenset[str], str]] = {
+    "--allow-sagemaker": (_BOOL_OFF, "the SageMaker endpoint"),
+    "--allow-vertex-ai": (_BOOL_OFF, "the Vertex AI endpoint"),
+    "--model-namespacing": (_BOOL_OFF, "model namespacing"),
+    "--rate-limit": (frozenset({"off"}), "a rate limiter"),
+}
+
+# Triton's trace flags before --trace-config -> the --trace-config setting each one is.
+OLD_TRACE_FLAGS: dict[str, str] = {
+    "--trace-file": "triton,file={}",
+    "--trace-level": "level={}",
+    "--trace-rate": "rate={}",
+    "--trace-count": "count={}",
+    "--trace-log-frequency": "triton,log-frequency={}",
+}
 
 NOTES_DEST = "_compat_notes"
 
@@ -83,6 +98,47 @@ class _UnsupportedFlag(argparse.Action):
         )
 
 
+class _OffOnlyFlag(argparse.Action):
+    """Accepts the values that switch the feature off; refuses any other, naming it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        flag = self.option_strings[0]
+        off, feature = OFF_ONLY_FLAGS[flag]
+        if isinstance(values, str) and values.lower() in off:
+            return
+        given = f"{flag}={values}" if isinstance(values, str) else flag
+        parser.error(
+            f"{given}: tritium does not provide {feature}; only "
+            f"{flag}={'false' if 'false' in off else 'off'} (switching it off) is accepted"
+        )
+
+
+class _OldTraceFlag(argparse.Action):
+    """Triton's pre-``--trace-config`` flag, read as the setting it became (with a note)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        flag = self.option_strings[0]
+        setting = OLD_TRACE_FLAGS[flag].format(values)
+        entries = list(getattr(namespace, "trace_config", []))
+        entries.append(setting)
+        namespace.trace_config = entries
+        notes = list(getattr(namespace, NOTES_DEST, []))
+        notes.append(f"note: {flag} is deprecated in Triton; read as --trace-config {setting}")
+        setattr(namespace, NOTES_DEST, notes)
+
+
 def add_compat_flags(parser: argparse.ArgumentParser) -> None:
     """Register the ignored flags (listed in --help) and the refused ones (hidden)."""
     group = parser.add_argument_group(
@@ -96,6 +152,28 @@ def add_compat_flags(parser: argparse.ArgumentParser) -> None:
             dest=NOTES_DEST,
             default=argparse.SUPPRESS,
             help=f"Ignored: {reason}.",
+        )
+    off_group = parser.add_argument_group(
+        "Accepted for tritonserver compatibility when they switch a feature off",
+    )
+    for flag, (off, feature) in OFF_ONLY_FLAGS.items():
+        off_group.add_argument(
+            flag,
+            action=_OffOnlyFlag,
+            nargs="?",
+            metavar="<value>",
+            dest=NOTES_DEST,
+            default=argparse.SUPPRESS,
+            help=f"Accepted as {'/'.join(sorted(off))}: tritium does not provide {feature}.",
+        )
+    for flag, setting in OLD_TRACE_FLAGS.items():
+        off_group.add_argument(
+            flag,
+            action=_OldTraceFlag,
+            metavar="<value>",
+            dest=NOTES_DEST,
+            default=argparse.SUPPRESS,
+            help=f"Triton's old trace flag: the same as --trace-config {setting.format('<value>')}.",
         )
     for flag in UNSUPPORTED_FLAGS:
         # nargs="?" so both --flag=value and a bare --flag reach the clear error.

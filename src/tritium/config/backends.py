@@ -8,7 +8,7 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 # Backends tritium runs. Any other backend is reported the way Triton reports a backend
 # whose shared library is not installed.
-SUPPORTED_BACKENDS: frozenset[str] = frozenset({PYTHON_BACKEND})
+SUPPORTED_BACKENDS: frozenset[str] = frozenset({PYTHON_BACKEND, "onnxruntime"})
 
 # platform -> (backend, default model file name)
 PLATFORM_BACKENDS: dict[str, tuple[str, str]] = {
@@ -59,3 +59,36 @@ KNOWN_BACKEND_PLATFORMS: dict[str, frozenset[str]] = {
 
 # Triton gives CPU groups of these backends two instances by default, one otherwise.
 TWO_CPU_INSTANCE_BACKENDS: frozenset[str] = frozenset({"tensorflow", "onnxruntime"})
+
+# When a configuration names neither backend nor platform, Triton looks in the newest
+# version folder for these files, in this order, and takes the first backend it finds.
+_DETECTED_FILES: tuple[tuple[str, str], ...] = (
+    ("model.savedmodel", "tensorflow"),
+    ("model.graphdef", "tensorflow"),
+    ("model.plan", "tensorrt"),
+    ("model.onnx", "onnxruntime"),
+    ("model.pt", "pytorch"),
+    (PYTHON_MODEL_FILENAME, PYTHON_BACKEND),
+)
+
+
+def detect_backend(
+    backend: str, platform: str, default_model_filename: str, version_files: set[str]
+) -> str:
+    """The backend a configuration means: the one it names, the one its platform or
+    default model file implies, else the first of Triton's model files present among
+    ``version_files`` (the names in the newest version folder). "" when none says."""
+    if backend:
+        return backend
+    if platform:
+        return PLATFORM_BACKENDS.get(platform, ("", ""))[0]
+    if default_model_filename:
+        if default_model_filename in FILENAME_BACKENDS:
+            return FILENAME_BACKENDS[default_model_filename]
+        if default_model_filename.endswith(".onnx"):
+            return "onnxruntime"
+        return PYTHON_BACKEND if default_model_filename.endswith(".py") else ""
+    for filename, found in _DETECTED_FILES:
+        if filename in version_files:
+            return found
+    return ""

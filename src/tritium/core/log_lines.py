@@ -21,6 +21,17 @@ def quote(message: str) -> str:
     return json.dumps(message, ensure_ascii=False)
 
 
+def quote_traceback(text: str, fmt: str) -> str:
+    """A traceback after a line's head: in the default format its first line quoted and
+    the rest as raw lines, each indented, so a terminal shows it as Python printed it and
+    no line of it (even one a request put in an exception's message) starts like a log
+    line. ISO8601, read by machines more than people, keeps one escaped line."""
+    if fmt == ISO8601:
+        return quote(text)
+    first, *rest = text.rstrip("\n").splitlines() or [""]
+    return quote(first) + "".join("\n  " + line for line in rest)
+
+
 def head(letter: str, now_ns: int, pid: int, filename: str, lineno: int, fmt: str) -> str:
     """Everything before the message; ``now_ns`` is wall-clock ns since the epoch (UTC)."""
     seconds, rest = divmod(now_ns, 1_000_000_000)

@@ -45,7 +45,8 @@ def _kind(tag: str) -> dict[str, Any]:
 
 
 class Load(msgspec.Struct, frozen=True, **_kind("load")):
-    """Import model.py (and auto-complete its config when asked): answered ``Loaded``."""
+    """Import model.py, or open the ONNX model (and auto-complete its config when asked):
+    answered ``Loaded``."""
 
     model_name: str
     model_version: str
@@ -53,6 +54,8 @@ class Load(msgspec.Struct, frozen=True, **_kind("load")):
     config: dict[str, Any] = {}
     auto_complete: bool = False
     log_verbose: int = 0
+    # --backend-config entries (backend, setting, value), for backends other than python.
+    backend_config: list[list[str]] = []
 
 
 class Init(msgspec.Struct, frozen=True, **_kind("init")):

@@ -16,6 +16,7 @@ instances finish batches out of order, as Triton's response delegator does.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from tritium.scheduling.batch_policy import BatchPolicy, QueuedRequest
 from tritium.scheduling.deadline_timer import EarliestWake, Timer
 from tritium.scheduling.runner import BatchOutcome, Runner, batch_responses
 from tritium.scheduling.waiters import QueueWaiter, fail, hand_out
+
+log = logging.getLogger("tritium.scheduling")
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
 
@@ -98,6 +101,9 @@ class DynamicBatcher:
         self._batch_stats: dict[int, int] = {}
         self._queue_count = 0
         self._queue_ns = 0
+        # --log-verbose when the model loaded: each batch formed is logged (a bool test
+        # per batch when off).
+        self._debug = log.isEnabledFor(logging.DEBUG)
         for runner in self._runners:
             runner.on_restart_failure(self._on_restart_failure)
 
@@ -201,6 +207,14 @@ class DynamicBatcher:
         self._batch_stats[rows] = self._batch_stats.get(rows, 0) + 1
         self._queue_count += len(batch)
         self._queue_ns += waited
+        if self._debug:
+            log.debug(
+                "batch of %d requests (%d rows) to %s; waited %.3f ms on average",
+                len(batch),
+                rows,
+                runner.name,
+                waited / len(batch) / 1e6,
+            )
         self._busy[id(runner)] = (runner, batch)
         ticket = None
         if self._ordered is not None:

@@ -33,11 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
+from tritium.repository.scan import RepositoryError
 from tritium.server.devices import gpu_count
 from tritium.server.log_control import connect as connect_log_settings
 from tritium.server.logging_setup import configure
 from tritium.server.settings import Settings
 from tritium.server.shutdown import Countdown, serve_until_stopped
+from tritium.server.start_up_checks import binding, check_start_up
 from tritium.service import LoadOptions, ModelManager, ModelTable, Service, Submitter
 from tritium.service.cache import ResponseStore, new_store
 from tritium.service.composition.bls import BlsEndpoint
@@ -143,6 +145,7 @@ class Server:
             lone_poll_us=settings.busy_poll_us,
             first_response_histogram=settings.allow_metrics
             and metrics_config.histogram_latencies,
+            backend_config=settings.backend_config,
             **lifecycle_options(settings.backend_config),
         )
         log_settings = LogSettings(
@@ -188,8 +191,8 @@ class Server:
     async def start(self) -> bool:
         """Load models and start frontends; False when start-up must fail."""
         try:
-            _check_readable_files(self.settings)
-        except OSError as exc:
+            check_start_up(self.settings)
+        except (OSError, RepositoryError) as exc:
             log.error("%s", exc)
             return False
         mode = self.settings.model_control_mode
@@ -222,8 +225,10 @@ class Server:
         return True
 
     async def _start_frontends(self) -> None:
+        s = self.settings
         if self.settings.allow_grpc:
-            self.grpc = await _start_grpc(self.service, self.settings)
+            with binding("GRPC", s.grpc_address, s.grpc_port, "--grpc-port"):
+                self.grpc = await _start_grpc(self.service, self.settings)
             log.info(
                 "Started GRPCInferenceService at %s:%d", self.settings.grpc_address, self.grpc.port
             )
@@ -231,24 +236,25 @@ class Server:
             from tritium.frontends.http import start_http_server
             from tritium.frontends.http.timeouts import HttpTimeouts
 
-            s = self.settings
-            self.http = await start_http_server(
-                self.service,
-                host=s.http_address,
-                port=s.http_port,
-                max_input_size=s.http_max_input_size,
-                timeouts=HttpTimeouts(
-                    s.http_keep_alive_timeout_secs,
-                    s.http_header_timeout_secs,
-                    s.http_body_timeout_secs,
-                ),
-                restricted=s.http_restrictions,
-            )
+            with binding("HTTP", s.http_address, s.http_port, "--http-port"):
+                self.http = await start_http_server(
+                    self.service,
+                    host=s.http_address,
+                    port=s.http_port,
+                    max_input_size=s.http_max_input_size,
+                    timeouts=HttpTimeouts(
+                        s.http_keep_alive_timeout_secs,
+                        s.http_header_timeout_secs,
+                        s.http_body_timeout_secs,
+                    ),
+                    restricted=s.http_restrictions,
+                )
             log.info("Started HTTPService at %s:%d", self.settings.http_address, self.http.port)
         if self.settings.allow_metrics:
-            self.metrics = await _start_metrics(
-                self.service, self.settings, self.metrics_config, self.response_store
-            )
+            with binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
+                self.metrics = await _start_metrics(
+                    self.service, self.settings, self.metrics_config, self.response_store
+                )
             log.info(
                 "Started Metrics Service at %s:%d", self.settings.metrics_address, self.metrics.port
             )
@@ -302,21 +308,6 @@ class Server:
             await self.grpc.stop(0)
         if self.metrics is not None:
             await self.metrics.close()
-
-
-def _check_readable_files(s: Settings) -> None:
-    """Fail before loading any model when a file the endpoints need cannot be read."""
-    if not (s.allow_grpc and s.grpc_use_ssl):
-        return
-    files = [("--grpc-server-cert", s.grpc_server_cert), ("--grpc-server-key", s.grpc_server_key)]
-    if s.grpc_use_ssl_mutual:
-        files.append(("--grpc-root-cert", s.grpc_root_cert))
-    for flag, path in files:
-        try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise OSError(f"cannot read {flag} file '{path}': {exc.strerror}") from None
 
 
 def _grpc_options(s: Settings) -> GrpcOptions:

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any
 
-from tritium.core.log_lines import DEFAULT, head, quote
+from tritium.core.log_lines import DEFAULT, head, quote, quote_traceback
 
 _LETTER = {"DEBUG": "I", "INFO": "I", "WARNING": "W", "ERROR": "E", "CRITICAL": "E"}
 
@@ -35,9 +35,10 @@ class _State:
 class TritonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
-        if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
         raw = isinstance(record.msg, str) and record.msg.startswith("\n")
+        shown = text if raw else quote(text)
+        if record.exc_info:
+            shown += "\n" + quote_traceback(self.formatException(record.exc_info), _State.fmt)
         return head(
             _LETTER.get(record.levelname, "I"),
             int(record.created * 1_000_000_000),
@@ -45,7 +46,7 @@ class TritonFormatter(logging.Formatter):
             os.path.basename(record.pathname),
             record.lineno,
             _State.fmt,
-        ) + (text if raw else quote(text))
+        ) + shown
 
 
 class _LevelFilter(logging.Filter):

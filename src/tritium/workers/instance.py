@@ -127,6 +127,7 @@ class ModelInstance:
     async def start(self) -> None:
         self._adopt(await self._starter(self))
         self._backoff.started(time.monotonic())
+        log.debug("instance '%s' started (pid %s)", self.name, self.process and self.process.pid)
 
     def _adopt(self, process: WorkerProcess) -> None:
         self.process = process
@@ -291,6 +292,7 @@ class ModelInstance:
             self._restart_task.cancel()
         if self.process is not None:
             await self.process.stop(timeout)
+            log.debug("instance '%s' stopped (pid %s)", self.name, self.process.pid)
 
     def kill(self) -> None:
         self._stopping = True

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from tritium.core.errors import Unavailable
 from tritium.ipc import FrameDecoder
 from tritium.ipc.messages import ToServer, decode_to_server
+from tritium.workers.execution_env import WorkerPython
 
 log = logging.getLogger("tritium.workers")
 
@@ -40,16 +41,24 @@ class Launched(NamedTuple):
     calls: socket.socket  # SOCK_SEQPACKET records of calls from model code
 
 
-def launch(env: dict[str, str] | None, poll_us: int, lone_poll_us: int) -> Launched:
-    """Spawn one worker process (``env``: its environment, None for the server's)."""
+def launch(
+    env: dict[str, str] | None,
+    poll_us: int,
+    lone_poll_us: int,
+    python: WorkerPython | None = None,
+) -> Launched:
+    """Spawn one worker process (``env``: its environment, None for the server's;
+    ``python``: the model's own interpreter, None for the server's)."""
     ctl_parent, ctl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     fd_parent, fd_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     call_parent, call_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         environ = dict(os.environ if env is None else env)
         environ["PYTHONUNBUFFERED"] = "1"
+        if python is not None:
+            environ = python.environ(environ)
         cmd = [
-            sys.executable,
+            sys.executable if python is None else python.executable,
             "-m",
             "tritium.backends.python.stub",
             str(ctl_child.fileno()),

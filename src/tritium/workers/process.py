@@ -34,6 +34,7 @@ from tritium.ipc.messages import (
 from tritium.workers.batch_results import SLICED_READ_BYTES, BatchInFlight
 from tritium.workers.batch_writer import BatchWriter
 from tritium.workers.calls import CallChannel, CallHandler
+from tritium.workers.execution_env import WorkerPython
 from tritium.workers.launch import ControlProtocol, WorkerDied, launch, reap
 from tritium.workers.notices import apply_metric_updates
 from tritium.workers.output_pool import OutputPoolStatistics
@@ -68,6 +69,7 @@ class WorkerProcess:
         poll_us: int = 0,
         lone_poll_us: int = 0,
         lone: Callable[[], bool] | None = None,
+        python: WorkerPython | None = None,
     ) -> None:
         self.label = label
         # How long the worker polls for its next message before it sleeps (see
@@ -78,6 +80,7 @@ class WorkerProcess:
         self._lone_poll_us = lone_poll_us
         self._lone = lone if lone_poll_us else None
         self._env = env
+        self._python = python  # the model's own interpreter (EXECUTION_ENV_PATH)
         # Requests model code makes of the server (BLS) arrive on a channel of their own.
         self._call_handler = calls
         self._calls: CallChannel | None = None
@@ -125,7 +128,7 @@ class WorkerProcess:
 
     async def spawn(self) -> None:
         loop = asyncio.get_running_loop()
-        launched = launch(self._env, self._poll_us, self._lone_poll_us)
+        launched = launch(self._env, self._poll_us, self._lone_poll_us, self._python)
         self._proc = launched.proc
         self._calls = CallChannel(launched.calls, self.label, self._call_handler)
         self._alive = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tritium.backends.python import pb_utils
+from tritium.backends.python.output_checks import OutputChecks
 from tritium.backends.python.pb_utils_errors import describe, error_pair
 from tritium.backends.python.pb_utils_logger import log_exception
 from tritium.core.datatypes import serialize_bytes
@@ -20,13 +21,19 @@ from tritium.ipc.messages import ReplyItem
 
 
 def collect(
-    result: Any, requests: list[Any], instance_name: str
+    result: Any, requests: list[Any], instance_name: str, checks: OutputChecks
 ) -> tuple[list[ReplyItem], list[Any], int]:
     """Per-request replies, and every output to write with its aligned arena offset:
-    ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end."""
+    ``(offset, reply index, name, wire, shape, array, raw)``; plus the arena end. Outputs
+    unlike the config are warned about through ``checks``."""
     n = len(requests)
     if not isinstance(result, (list, tuple)) or len(result) != n:
-        got = len(result) if isinstance(result, (list, tuple)) else type(result).__name__
+        if isinstance(result, (list, tuple)):
+            got = str(len(result))
+        elif result is None:
+            got = "None: execute must return a list with one InferenceResponse per request"
+        else:
+            got = f"a {type(result).__name__} where a list of InferenceResponse objects belongs"
         message = (
             f"Number of InferenceResponse objects do not match the number of requests "
             f"for model instance '{instance_name}': expected {n} responses, got {got}"
@@ -61,9 +68,11 @@ def collect(
             for tensor in response._output_tensors:
                 name = tensor._name
                 if name not in wanted:
+                    checks.not_in_config(name)
                     continue
                 wire = tensor._datatype
                 array = tensor._array  # BF16: the raw uint16 words
+                checks.check(name, wire, array.shape)
                 if wire == "BYTES":
                     raw = serialize_bytes(array)
                     size = len(raw)

@@ -22,6 +22,7 @@ from tritium.backends.python import pb_utils
 from tritium.backends.python.batch_inputs import Refs, build_requests
 from tritium.backends.python.batch_outputs import collect, write_outputs
 from tritium.backends.python.coroutines import CoroutineRunner
+from tritium.backends.python.output_checks import OutputChecks
 from tritium.backends.python.pb_utils_errors import describe
 from tritium.backends.python.pb_utils_logger import apply_startup_settings, log_exception
 from tritium.backends.python.response_sender import ResponseSender, ResponseStream
@@ -48,6 +49,7 @@ class ModelHost:
         self.version = spec.model_version
         self.model_dir = Path(spec.model_dir)
         self.config: dict[str, Any] = spec.config
+        self._output_checks = OutputChecks(self.config)
         self.model_class: Any = None
         self.model: Any = None
         self.instance_name = self.model_name
@@ -62,14 +64,34 @@ class ModelHost:
 
     # -- loading ------------------------------------------------------------------------
 
+    def _serves_onnx(self, version_dir: Path) -> bool:
+        """Whether this is an ONNX model. Asked only when the config does not name the
+        python backend: the check imports tritium.config (and so tritonclient), which a
+        model's own Python environment (EXECUTION_ENV_PATH) need not have."""
+        from tritium.backends.onnxruntime import loading as onnx_loading
+
+        return onnx_loading.serves(self.config, version_dir)
+
     def load(self) -> dict[str, Any] | None:
         """Import model.py; run ``auto_complete_config`` when asked. Returns the config
         after auto-complete (None when auto-complete did not run)."""
         sys.modules["triton_python_backend_utils"] = pb_utils
         pb_utils._set_model_dir(str(self.model_dir / self.version))
         apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
-        filename = self.config.get("default_model_filename") or "model.py"
         version_dir = self.model_dir / self.version
+        if self.config.get("backend") != "python" and self._serves_onnx(version_dir):
+            from tritium.backends.onnxruntime import loading as onnx_loading
+
+            self.model_class, self.config = onnx_loading.load(
+                self.model_name,
+                self.version,
+                self.config,
+                version_dir,
+                auto_complete=self.spec.auto_complete,
+                backend_config=self.spec.backend_config,
+            )
+            return self.config
+        filename = self.config.get("default_model_filename") or "model.py"
         path = version_dir / filename
         if not path.is_file():
             raise ModelLoadError(
@@ -114,6 +136,7 @@ class ModelHost:
     def initialize(self, message: Init) -> None:
         self.config = message.config
         self._all_outputs = [o["name"] for o in self.config.get("output", ())]
+        self._output_checks = OutputChecks(self.config)
         self.decoupled = bool(self.config.get("model_transaction_policy", {}).get("decoupled"))
         self.coroutines.inline = not self.decoupled
         self.instance_name = message.instance_name
@@ -250,7 +273,7 @@ class ModelHost:
         keep: Keep | None = None,
     ) -> Result | Need:
         t2 = time.monotonic_ns()
-        replies, placed, end = collect(result, requests, self.instance_name)
+        replies, placed, end = collect(result, requests, self.instance_name, self._output_checks)
         self._timing = [t1 - t0, t2 - t1, t2]
         if keep is not None and end >= KEEP_MIN_BYTES:
             # Large outputs of an ensemble step stay in the shared arena lent for them.

@@ -24,7 +24,7 @@ import time
 import traceback
 from typing import Any, TextIO
 
-from tritium.core.log_lines import DEFAULT, head, quote
+from tritium.core.log_lines import DEFAULT, head, quote, quote_traceback
 
 # Set by the server for its workers: the logging settings in force when a worker starts.
 ENV = "TRITIUM_LOG_SETTINGS"
@@ -115,17 +115,20 @@ def format_line(
     now_ns: int,
     pid: int,
     fmt: str = DEFAULT,
+    is_traceback: bool = False,
 ) -> str:
-    """One log line (with trailing newline) in Triton's format.
+    """One log line (with trailing newline) in Triton's format; with ``is_traceback``,
+    ``message`` is one, written readably (``quote_traceback``).
 
     ``now_ns`` is wall-clock time in nanoseconds since the epoch (``time.time_ns()``).
     """
     letter = _LETTER[level]
     shown = os.path.basename(filename) if os.path.isabs(filename) else filename
-    return head(letter, now_ns, pid, shown, lineno, fmt) + quote(message) + "\n"
+    text = quote_traceback(message, fmt) if is_traceback else quote(message)
+    return head(letter, now_ns, pid, shown, lineno, fmt) + text + "\n"
 
 
-def _emit(level: LogLevel, message: str, depth: int) -> None:
+def _emit(level: LogLevel, message: str, depth: int, is_traceback: bool = False) -> None:
     if not isinstance(message, str):
         raise TypeError(f"log message must be a str, got {type(message)}")
     if level == LogLevel.VERBOSE:
@@ -146,6 +149,7 @@ def _emit(level: LogLevel, message: str, depth: int) -> None:
         time.time_ns(),  # wall clock: log timestamps are calendar time
         _Settings.pid if _Settings.pid is not None else os.getpid(),
         _Settings.fmt,
+        is_traceback,
     )
     stream = _Settings.stream if _Settings.stream is not None else sys.stderr
     with _Settings.lock:  # one whole line per write, even from model threads
@@ -154,14 +158,15 @@ def _emit(level: LogLevel, message: str, depth: int) -> None:
 
 
 def log_exception(exc: BaseException | None = None) -> None:
-    """``exc`` (default: the exception being handled), with its traceback, as one escaped
-    ERROR line.
+    """``exc`` (default: the exception being handled), with its traceback, as an ERROR
+    line followed by the traceback's lines.
 
     Used where a worker reports a model's failure: the traceback may hold text from a
-    request, so it is quoted like any message rather than written raw.
+    request, so every line of it is indented (``quote_traceback``) and none can pass for
+    a log line of its own.
     """
     text = traceback.format_exc() if exc is None else "".join(traceback.format_exception(exc))
-    _emit(LogLevel.ERROR, text.rstrip("\n"), 2)
+    _emit(LogLevel.ERROR, text, 2, is_traceback=True)
 
 
 class Logger:

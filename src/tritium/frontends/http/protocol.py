@@ -108,9 +108,14 @@ class HttpProtocol(RequestReading):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
         self._connections.add(self)
+        if self._debug:
+            logger.debug("HTTP connection from %s opened", transport.get_extra_info("peername"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._connections.discard(self)
+        if self._debug:
+            peer = self._transport.get_extra_info("peername") if self._transport else None
+            logger.debug("HTTP connection from %s closed", peer)
         self._stop_parsing = True
         for slot in self._queue:
             if slot.task is not None:

@@ -85,7 +85,7 @@ class RequestHandling(ResponseWriting):
         else:
             slot.task = self._loop.create_task(self._complete(slot, result))
         if self._debug:
-            logger.debug("HTTP request: %s %s", method, path)
+            slot.label = f"{method} {path}"  # logged with its status when answered
 
     async def _complete(self, slot: Slot, pending: Awaitable[HttpResponse]) -> None:
         try:

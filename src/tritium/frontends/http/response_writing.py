@@ -9,6 +9,7 @@ protocol's constructor.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from functools import partial
 
@@ -19,11 +20,13 @@ from tritium.frontends.http.messages import HttpResponse
 from tritium.frontends.http.response_bytes import response_bytes
 from tritium.frontends.http.status import status_line
 
+logger = logging.getLogger("tritium.frontends.http")
+
 
 class Slot:
     """One request's place in the connection's response order."""
 
-    __slots__ = ("keep_alive", "http10", "response", "task", "pending", "stream")
+    __slots__ = ("keep_alive", "http10", "response", "task", "pending", "stream", "label")
 
     def __init__(self, keep_alive: bool, http10: bool) -> None:
         self.keep_alive = keep_alive
@@ -33,6 +36,8 @@ class Slot:
         self.pending: Completion | None = None
         #: A body written as it is produced; ``response`` then holds its head.
         self.stream: EventStream | None = None
+        #: "METHOD path", kept only for --log-verbose's request line.
+        self.label: str | None = None
 
 
 class ResponseWriting(asyncio.Protocol):
@@ -46,6 +51,7 @@ class ResponseWriting(asyncio.Protocol):
     _write_paused: bool
     _read_paused: bool
     _backlog: bytes | None
+    _debug: bool
 
     def abort(self) -> None:
         if self._transport is not None:
@@ -81,6 +87,8 @@ class ResponseWriting(asyncio.Protocol):
                 WRITES.flush()  # what was queued before it goes first
                 self._transport.write(b"0\r\n\r\n")  # type: ignore[union-attr]
             return keep
+        if self._debug:
+            logger.debug("HTTP request: %s: %d", slot.label, response.status)
         data = response_bytes(response, keep, slot.http10)
         if keep:
             # Written once the batch it answers has been handed out (see write_burst).

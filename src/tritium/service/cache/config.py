@@ -25,6 +25,8 @@ def parse_cache_config(values: Iterable[str], byte_size: int | None = None) -> C
     deprecated ``--response-cache-byte-size``; None when no cache is configured."""
     size: int | None = None
     for value in values:
+        if not value.strip():
+            continue  # an empty --cache-config= asks for no cache, as Triton's default
         cache, _, setting = value.partition(",")
         cache = cache.strip()
         if cache != "local":

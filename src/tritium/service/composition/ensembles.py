@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from tritium.scheduling.ensemble import EnsembleScheduler
 from tritium.scheduling.ensemble_plan import EnsemblePlan, build_plan
 from tritium.service.cache import ResponseStore, VersionCache, cache_for
 from tritium.service.lifecycle.builder import Built
-from tritium.service.model.classification import OutputClassifier
+from tritium.service.model.classification import Labels, OutputClassifier, read_labels
 from tritium.service.model.reshape import OutputReshaper
 from tritium.service.model.signature import ModelSignature, signature_from_config
 from tritium.service.model.table import ModelTable
@@ -50,6 +50,7 @@ class EnsembleVersion:
         version: int,
         config: dict[str, Any],
         plan: EnsemblePlan,
+        labels: Mapping[str, Labels] | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -61,7 +62,8 @@ class EnsembleVersion:
         self.instances: list[ModelInstance] = []
         # Responses are assembled from the steps' (already shaped) outputs.
         self.reshaper: OutputReshaper | None = None
-        self.classifier = OutputClassifier(self.signature.max_batch_size > 0, {})
+        # The ensemble's own label files apply (as in Triton), not its steps' models'.
+        self.classifier = OutputClassifier(self.signature.max_batch_size > 0, labels or {})
         self.decoupled = False
         self.first_response: LatencyHistogram | None = None
         self._table = table
@@ -165,9 +167,14 @@ class EnsembleBuilder:
                 return None
 
         plan = build_plan(config, lookup)
+        labels = await asyncio.get_running_loop().run_in_executor(
+            None, read_labels, model_dir, config
+        )
         built = Built(config)
         for number in selection.selected:
-            ensemble = EnsembleVersion(self._submit_step, table, name, number, config, plan)
+            ensemble = EnsembleVersion(
+                self._submit_step, table, name, number, config, plan, labels
+            )
             ensemble.cache = cache_for(
                 self._response_store,
                 config,

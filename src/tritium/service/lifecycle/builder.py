@@ -37,6 +37,7 @@ from tritium.workers import (
     WorkerProcess,
 )
 from tritium.workers.calls import CallHandler
+from tritium.workers.execution_env import WorkerPython, prepare
 
 log = logging.getLogger("tritium.models")
 
@@ -68,6 +69,8 @@ class LoadOptions:
     lone_poll_us: int = 0
     # Decoupled models keep the first-response histogram (histogram_latencies=true).
     first_response_histogram: bool = False
+    # --backend-config entries (backend, setting, value), handed to the backends' loaders.
+    backend_config: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -162,7 +165,9 @@ class VersionBuilder:
         # Auto-complete runs in a worker for the newest version; that worker is then kept
         # as the first instance of that version.
         newest = max(selection.selected)
-        first = self._new_process(f"{name}:{newest}")
+        # The model's own Python environment, unpacked and checked before any worker starts.
+        python = await loop.run_in_executor(None, prepare, model_dir, cfg.config_to_json(pb))
+        first = self._new_process(f"{name}:{newest}", python)
         try:
             await first.spawn()
             spec = _load_spec(name, model_dir, newest, cfg.config_to_json(pb), self.options)
@@ -185,7 +190,7 @@ class VersionBuilder:
         async def load_version(number: int) -> None:
             try:
                 loaded = await self._start_version(
-                    name, model_dir, number, config, spare, folder, labels
+                    name, model_dir, number, config, spare, folder, labels, python
                 )
             except TritiumError as exc:
                 built.failed[number] = exc.message
@@ -205,9 +210,10 @@ class VersionBuilder:
                 await self._discard(process)
         return built
 
-    def _new_process(self, label: str) -> WorkerProcess:
+    def _new_process(self, label: str, python: WorkerPython | None = None) -> WorkerProcess:
         process = WorkerProcess(
             label,
+            python=python,
             calls=self.call_handler,
             poll_us=self.options.worker_poll_us,
             lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
@@ -240,6 +246,7 @@ class VersionBuilder:
         spare: list[WorkerProcess],
         folder: PrivateFolder | None,
         labels: Mapping[str, Labels],
+        python: WorkerPython | None = None,
     ) -> LoadedVersion:
         timeout = self.options.load_timeout_s
         label = f"{name}:{version}"
@@ -250,7 +257,7 @@ class VersionBuilder:
                 process = spare.pop()
             try:
                 if process is None:
-                    process = self._new_process(label)
+                    process = self._new_process(label, python)
                     await process.spawn()
                     spec = _load_spec(name, model_dir, version, config, self.options)
                     await self._timed(process.load(spec, timeout), label, "load")
@@ -264,6 +271,8 @@ class VersionBuilder:
                     await self._discard(process)
                 raise
             self._starting.discard(process)
+            # From now on it is this instance: its messages name it as every other does.
+            process.label = instance.name
             return process
 
         initial_states = None
@@ -328,4 +337,5 @@ def _load_spec(
         "config": config,
         "auto_complete": False,
         "log_verbose": options.log_verbose,
+        "backend_config": [list(entry) for entry in options.backend_config],
     }

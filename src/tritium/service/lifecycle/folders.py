@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from tritium import repository as repo
-from tritium.core.errors import InternalError, InvalidArgument
+from tritium.core.errors import InvalidArgument, NotFound
 
 
 async def folder_names(roots: list[Path]) -> list[str]:
@@ -41,7 +41,9 @@ async def find(roots: list[Path], name: str) -> repo.ModelSource:
 
     found = await asyncio.get_running_loop().run_in_executor(None, find_dirs)
     if not found:
-        raise InternalError(f"failed to load '{name}', failed to poll from model repository")
+        # Triton's text, with Triton core's NOT_FOUND: the client named a model that is
+        # in no repository (a 4xx, not a server fault).
+        raise NotFound(f"failed to load '{name}', failed to poll from model repository")
     if len({p.resolve() for p in found}) > 1:
         raise InvalidArgument(f"failed to load '{name}': {repo.DUPLICATE_REASON}")
     return repo.ModelSource(name, found[0], found[0].parent)

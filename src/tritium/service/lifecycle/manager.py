@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tritium import repository as repo
-from tritium.core.errors import InternalError, InvalidArgument, TritiumError
+from tritium.core.errors import InvalidArgument, NotFound, TritiumError
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
 from tritium.service.lifecycle.builder import (
@@ -125,9 +125,9 @@ class ModelManager:
     async def load(self, name: str, override: LoadOverride | None = None) -> None:
         """Load ``name``, or reload it when it is loaded (the repository API's load).
 
-        Raises InvalidArgument with Triton's "load failed for model ..." text when the new
-        load failed (what served before still serves), InternalError when the model is in
-        no repository."""
+        Raises InvalidArgument when the new load failed (what served before still serves):
+        Triton's "load failed for model ..." text when versions failed, "failed to load
+        '<name>': ..." when the model as a whole did; NotFound when it is in no repository."""
         await self._run(self._load_named(name, override, (), retry=True))
 
     async def refresh(self, name: str) -> None:
@@ -209,8 +209,13 @@ class ModelManager:
                     await self._ensure_loaded(dependency, chain)
                 built = await self._build(entry, model_dir, pb, folder)
             except TritiumError as exc:
+                log.error("failed to load '%s': %s", name, exc.message)
                 self._load_failed(entry, exc.message, model_dir, stamp, override is not None)
-                raise InvalidArgument(f"load failed for model '{name}': {exc.message}") from None
+                raise InvalidArgument(f"failed to load '{name}': {exc.message}") from None
+            for v, reason in sorted(built.failed.items()):
+                log.error("failed to load '%s' version %d: %s", name, v, reason)
+            if built.loaded:
+                log.info("successfully loaded '%s'", name)
             text = "".join(
                 f"version {v} is at UNAVAILABLE state: {reason};"
                 for v, reason in sorted(built.failed.items())
@@ -232,7 +237,7 @@ class ModelManager:
             return
         try:
             await self._load_named(name, None, chain, retry=True)
-        except InternalError:
+        except NotFound:
             # In no repository: the dependent's own check names the missing model (an
             # ensemble: "contains models that are not available", as Triton says).
             return
@@ -244,6 +249,8 @@ class ModelManager:
 
         def selected(versions: tuple[int, ...]) -> None:
             entry.loading = versions
+            for version in versions:
+                log.info("loading: %s:%d", entry.name, version)
 
         try:
             builder = self._ensembles if is_ensemble(pb) else self._builder
@@ -259,7 +266,6 @@ class ModelManager:
         stamp: Fingerprint | None,
         overridden: bool,
     ) -> None:
-        log.error("failed to load model '%s': %s", entry.name, reason)
         keep_serving(entry, reason, model_dir, stamp, overridden)
 
     def _swap(
@@ -278,8 +284,12 @@ class ModelManager:
             self._retire_later(loaded, "was replaced by a newer load")
 
     def _retire_later(self, loaded: ServedVersion, reason: str) -> None:
-        task = asyncio.ensure_future(loaded.retire(self.options.drain_timeout_s, reason))
+        task = asyncio.ensure_future(self._retire(loaded, self.options.drain_timeout_s, reason))
         self._track(task)
+
+    async def _retire(self, loaded: ServedVersion, timeout: float, reason: str) -> None:
+        await loaded.retire(timeout, reason)
+        log.info("successfully unloaded '%s' version %d", loaded.name, loaded.version)
 
     def _instance_gave_up(
         self, entry: ModelEntry, loaded: ServedVersion, instance: ModelInstance, reason: str
@@ -319,13 +329,14 @@ class ModelManager:
             for v, s in entry.versions.items()
         }
         drain = self.options.drain_timeout_s if timeout is None else timeout
-        await asyncio.gather(*(lv.retire(drain, "is unloading") for lv in loaded))
+        await asyncio.gather(*(self._retire(lv, drain, "is unloading") for lv in loaded))
         entry.versions = {
             v: VersionStatus(v, UNAVAILABLE, UNLOADED) if s.state == UNLOADING else s
             for v, s in entry.versions.items()
         }
         entry.state, entry.reason = UNAVAILABLE, UNLOADED
         entry.stamp = entry.attempted = None
+        entry.load_error = ""
 
     def _needed_by_others(self, name: str) -> bool:
         for other in self.models.values():

@@ -66,6 +66,7 @@ class RepositoryPoller:
         )
         for name, result in zip(sorted(sources), results):
             if isinstance(result, TritiumError):
-                log.error("poll: %s", result.message)
+                # The manager has logged the failed load with its reason.
+                log.debug("poll: %s", result.message)
             elif isinstance(result, BaseException):
                 log.error("poll of model '%s' failed", name, exc_info=result)

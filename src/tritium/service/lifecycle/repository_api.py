@@ -53,7 +53,11 @@ class RepositoryControl:
         new versions serve."""
         self._check_explicit()
         validate_model_name(name)
-        override = parse_load_parameters(parameters or {})
+        try:
+            override = parse_load_parameters(parameters or {})
+        except ConfigOverrideError as exc:
+            # The words Triton's clients look for in any failed load.
+            raise InvalidArgument(f"failed to load '{name}': {exc.message}") from None
         await self.models.load(name, override)
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
@@ -104,6 +108,10 @@ class ModelCodeControl:
         await self._target().unload(name, unload_dependents)
 
 
+class ConfigOverrideError(InvalidArgument):
+    """A load's ``config`` parameter is not a model config."""
+
+
 def parse_load_parameters(parameters: dict[str, Any]) -> LoadOverride | None:
     """The override a load's parameters ask for (None for a plain load), with Triton's
     errors for parameters of the wrong type, unknown names and paths that leave the model
@@ -137,13 +145,13 @@ def _config_from_json(text: str) -> Any:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
-        raise InvalidArgument(f"Invalid config override: {exc}") from None
+        raise ConfigOverrideError(f"Invalid config override: {exc}") from None
     if not isinstance(doc, dict):
-        raise InvalidArgument("Invalid config override: the model config must be a JSON object")
+        raise ConfigOverrideError("Invalid config override: the model config must be a JSON object")
     try:
         return cfg.config_from_dict(doc)
     except cfg.ConfigError as exc:
-        raise InvalidArgument(f"Invalid config override: {exc}") from None
+        raise ConfigOverrideError(f"Invalid config override: {exc}") from None
 
 
 def _type_name(value: Any) -> str:

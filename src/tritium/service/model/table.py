@@ -72,7 +72,10 @@ class ModelTable:
             return status.loaded
         loaded = entry.default_version()
         if loaded is None:
-            raise NotFound(f"Request for unknown model: '{name}' has no available versions")
+            raise NotFound(
+                f"Request for unknown model: '{name}' has no available versions"
+                + _failed_load(entry)
+            )
         return loaded
 
     def loaded(self, name: str | None = None) -> Iterator[ServedVersion]:
@@ -136,3 +139,16 @@ class ModelTable:
                     f"model '{name}' is {entry.state}" + (f": {entry.reason}" if entry.reason else "")
                 )
         return reasons
+
+
+def _failed_load(entry: ModelEntry) -> str:
+    """Why a model serves nothing, when a load failed: Triton's text alone leaves the client
+    guessing; the reason is already in the repository index."""
+    why = entry.load_error or (entry.reason if entry.reason != UNLOADED else "")
+    if not why:
+        why = "; ".join(
+            f"version {s.version}: {s.reason}"
+            for s in sorted(entry.versions.values(), key=lambda s: s.version)
+            if s.reason and s.reason != UNLOADED
+        )
+    return f" (failed to load '{entry.name}': {why})" if why else ""

@@ -217,6 +217,8 @@ class GrpcCall(StreamReplies):
     def _send_final(self, encoding: str | None, prefix: bytes, payload: Any) -> None:
         """The call's one response message and its OK trailers, and the call is over."""
         self.closed = True
+        if self.proto.debug:
+            logger.debug("GRPC call: %s: status 0 (OK)", self.method.name)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None

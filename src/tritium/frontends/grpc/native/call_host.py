@@ -27,6 +27,8 @@ class CallHost(Protocol):
     checked_headers: dict[int, tuple[Any, Any]]
     #: :path → the header its calls must carry (only restricted methods are here).
     restricted_paths: dict[str, Restriction]
+    #: --log-verbose when the connection opened: each call's method and status is logged.
+    debug: bool
 
     def schedule_flush(self) -> None:
         """Write what the connection has queued soon, in one write with other answers."""

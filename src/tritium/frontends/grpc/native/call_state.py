@@ -8,6 +8,7 @@ slot of a call, which ``GrpcCall.__init__`` fills.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from typing import Any
 
@@ -19,6 +20,8 @@ from tritium.frontends.grpc.infer_response_bytes import SplitMessage
 from tritium.frontends.grpc.native import grpc_wire as w
 from tritium.frontends.grpc.native.call_host import CallHost
 from tritium.frontends.grpc.native.connection import H2Connection, Stream
+
+logger = logging.getLogger("tritium.frontends.grpc")
 
 
 class CallState:
@@ -90,6 +93,8 @@ class CallState:
         if self.closed:
             return
         self._close()
+        if self.proto.debug:
+            logger.debug("GRPC call: %s: status %d: %s", self.method.name, code, message)
         if self.head_sent:
             self.conn.send_trailers(self.stream, w.trailers(code, message))
         else:

@@ -75,6 +75,7 @@ class GrpcProtocol(asyncio.Protocol):
         )
         self.conn.on_ping_ack = self._ping_acked
         self.transport: asyncio.Transport | None = None
+        self.debug = logger.isEnabledFor(logging.DEBUG)
         self._flush_scheduled = False
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.closed = False
@@ -90,6 +91,8 @@ class GrpcProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self.shared.connections.add(self)
+        if self.debug:
+            logger.debug("GRPC connection from %s opened", transport.get_extra_info("peername"))
         if self.shared.stopping:
             transport.close()
             return
@@ -120,6 +123,9 @@ class GrpcProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.shared.connections.discard(self)
+        if self.debug and self.transport is not None:
+            peer = self.transport.get_extra_info("peername")
+            logger.debug("GRPC connection from %s closed", peer)
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
