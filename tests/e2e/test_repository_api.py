@@ -177,6 +177,18 @@ def test_file_overrides_that_leave_the_folder_are_refused(client, repo, key):
     assert client.mark("alpha") == 1
 
 
+@pytest.mark.parametrize("key", ["file:1/" + "m" * 256, "file:" + "d" * 256 + "/model.py"])
+def test_file_override_with_an_overlong_name_is_the_clients_fault(client, key):
+    # A name longer than the file system takes once answered 500 "internal error in model
+    # load"; like every other bad override it is the request's fault: 400 with the reason.
+    config = json.dumps({"name": "alpha", "backend": "python"})
+    with pytest.raises(InferenceServerException) as info:
+        client.raw.load_model("alpha", config=config, files={key: b"x = 1\n"})
+    assert _status(info.value) in ("400", "StatusCode.INVALID_ARGUMENT")
+    assert "path component is longer than 255 bytes" in str(info.value)
+    assert client.mark("alpha") == 1
+
+
 def test_file_override_loads_new_code_without_touching_the_repository(client, repo):
     original = (repo / "gamma" / "1" / "model.py").read_text()
     config = json.dumps(json.loads(_config_json("gamma", instances=1)))

@@ -1,5 +1,6 @@
-"""Supervision: a model that keeps crashing ends UNAVAILABLE with the reason instead of
-restarting forever, an ``initialize`` that hangs past its timeout fails the load, and
+"""Supervision: with ``restart-limit`` asked for, a model that keeps crashing ends
+UNAVAILABLE with the reason instead of restarting forever (the default restarts it with a
+back-off and never gives up: ``test_restart_backoff``), an ``initialize`` that hangs past its timeout fails the load, and
 requests queued on a model that becomes unavailable fail at once, naming the model."""
 
 from __future__ import annotations
@@ -167,7 +168,9 @@ def test_restarts_that_keep_failing_count_towards_the_limit(tmp_path):
         client = httpclient.InferenceServerClient(server.http_url)
         with pytest.raises(InferenceServerException):
             client.infer("crashy", marked_inputs(httpclient, -2))  # exits; restarts then fail
-        _eventually(lambda: _entry(client, "crashy")["state"] == "UNAVAILABLE")
+        # UNAVAILABLE while it waits for a restart too: wait for the reason it gave up.
+        _eventually(lambda: "not restarted again" in _entry(client, "crashy").get("reason", ""))
+        assert _entry(client, "crashy")["state"] == "UNAVAILABLE"
         assert "failed 3 times within 60 s" in _entry(client, "crashy")["reason"]
         assert server.wait_for_log("restart of instance 'crashy_0_0' failed: .*cannot start again")
         _eventually(lambda: _children(server.proc.pid) == [])

@@ -204,3 +204,21 @@ def test_load_and_unload_outside_explicit_mode_answer_tritons_error(mode):
             assert info.value.message == NOT_EXPLICIT
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("key", ["file:1/" + "m" * 256, "file:" + "é" * 128 + "/model.py"])
+def test_path_components_longer_than_the_file_system_takes_are_refused(key):
+    with pytest.raises(InvalidArgument) as info:
+        override_file_path(key)
+    assert "path component is longer than 255 bytes" in info.value.message
+
+
+def test_a_name_of_255_bytes_is_accepted():
+    assert override_file_path("file:1/" + "m" * 255).name == "m" * 255
+
+
+def test_a_whole_path_too_long_to_write_is_the_clients_fault():
+    deep = PurePosixPath(*(["d" * 250] * 20), "model.py")  # ~5000 bytes > PATH_MAX
+    with pytest.raises(InvalidArgument) as info:
+        write_private_folder("m", LoadOverride(None, {deep: b"x"}))
+    assert "too long" in info.value.message

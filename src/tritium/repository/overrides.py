@@ -9,6 +9,7 @@ written to. Every name and path is validated first, so a refused request changes
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -25,6 +26,9 @@ log = logging.getLogger("tritium.repository")
 
 FILE_PREFIX = "file:"
 CONFIG_FILE = "config.pbtxt"
+# The longest file name (one path component, in bytes) the usual Linux file systems accept
+# (NAME_MAX); a longer one would only fail later, as an OS error, while the folder is written.
+NAME_MAX = 255
 
 
 def validate_model_name(name: str) -> None:
@@ -55,6 +59,12 @@ def override_file_path(key: str) -> PurePosixPath:
         raise InvalidArgument(
             f"Invalid file parameter '{_printable(key)}' must stay within model directory."
         )
+    for part in parts:
+        if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX:
+            raise InvalidArgument(
+                f"Invalid file parameter '{_printable(key)}': a path component is longer "
+                f"than {NAME_MAX} bytes"
+            )
     return PurePosixPath(*parts)
 
 
@@ -116,6 +126,15 @@ def write_private_folder(name: str, override: LoadOverride) -> PrivateFolder:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
+    except OSError as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        if exc.errno == errno.ENAMETOOLONG:
+            # The whole path (private folder + the client's path) is too long: the client's
+            # path is at fault, like any other bad file parameter, not the server.
+            raise InvalidArgument(
+                "Invalid file parameter: the path is too long for the server's file system"
+            ) from None
+        raise
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)
         raise

@@ -341,7 +341,9 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
 async def _start_metrics(
     service: Service, s: Settings, config: MetricsConfig, store: ResponseStore | None
 ) -> MetricsServer:
+    from tritium.frontends.http.timeouts import HttpTimeouts
     from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
+    from tritium.server.metrics_http import metrics_over_http
 
     options = MetricsOptions(
         host=s.metrics_address,
@@ -352,7 +354,11 @@ async def _start_metrics(
         config=config,
         response_store=store,
     )
-    return await start_metrics_server(service, options)
+    # The HTTP endpoint's connections and timeouts: one set of limits for both ports.
+    timeouts = HttpTimeouts(
+        s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
+    )
+    return await start_metrics_server(service, options, metrics_over_http(timeouts))
 
 
 async def serve(settings: Settings) -> int:

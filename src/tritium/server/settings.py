@@ -262,8 +262,11 @@ class Settings:
         True,
         "Let clients register system shared-memory regions (the shared-memory extension). "
         "On by default, as in Triton, so tritonclient's shm utilities and perf_analyzer "
-        "--shared-memory=system work; turn it off when untrusted clients can reach the "
-        "server, since a registered key is opened with the server's permissions.",
+        "--shared-memory=system work. SECURITY: a client may then register any /dev/shm "
+        "object the server's user can open, read it back through inference and write into "
+        "it through outputs. Safe setting where untrusted clients can reach the server: "
+        "--client-shm-key-prefix=triton_client_ (or this flag =false). See "
+        "docs/deployment.md, 'Security'.",
         "Shared memory",
     )
 

@@ -1,6 +1,23 @@
 """L3: instance worker processes — spawn, drive, stop."""
 
-from tritium.workers.instance import CrashPolicy, InstanceSpec, ModelInstance
+from tritium.workers.instance import (
+    CrashPolicy,
+    InstanceSpec,
+    ModelInstance,
+    RestartPolicy,
+    RestartWait,
+)
 from tritium.workers.process import WorkerDied, WorkerProcess
+from tritium.workers.restart_backoff import BackoffPolicy, RestartBackoff
 
-__all__ = ["CrashPolicy", "InstanceSpec", "ModelInstance", "WorkerDied", "WorkerProcess"]
+__all__ = [
+    "BackoffPolicy",
+    "CrashPolicy",
+    "InstanceSpec",
+    "ModelInstance",
+    "RestartBackoff",
+    "RestartPolicy",
+    "RestartWait",
+    "WorkerDied",
+    "WorkerProcess",
+]

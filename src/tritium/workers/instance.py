@@ -2,10 +2,16 @@
 
 The instance is the Runner the schedulers drive: ``submit(batch)`` starts a batch and its
 future gets one response per request. When its process dies, the batch in flight fails with
-a clear error, the instance reports not ready and restarts itself with back-off; schedulers
-park it (``when_ready``) until then and hear of every failed restart. An instance that keeps
-dying (``CrashPolicy``: so many exits or failed restarts within a window) stops restarting
-and tells whoever watches it (``on_gave_up``) why.
+a clear error, the instance reports not ready and restarts itself with a growing back-off
+(``RestartBackoff``: the first restart at once, then doubling up to a cap, reset after a
+good run); schedulers park it (``when_ready``) until then and hear of every failed restart.
+While it waits, ``waiting`` says why and when the next attempt is.
+
+By default an instance is never abandoned for crashing. It stops restarting only when its
+model's own code refuses to start again (``initialize`` raised: Triton's behaviour, unless
+``restart_after_init_error``), or when a ``CrashPolicy`` with a limit was asked for (so
+many exits or failed restarts within a window); it then tells whoever watches it
+(``on_gave_up``) why.
 """
 
 from __future__ import annotations
@@ -25,19 +31,40 @@ from tritium.core.completion import Completion
 from tritium.core.errors import Unavailable
 from tritium.core.statistics import ModelStatistics
 from tritium.ipc.messages import Init
+from tritium.workers.launch import WorkerDied
 from tritium.workers.process import WorkerProcess
+from tritium.workers.restart_backoff import BackoffPolicy, RestartBackoff
 
 log = logging.getLogger("tritium.workers")
-
-RESTART_BACKOFF_S = (0.1, 0.5, 1.0, 2.0, 5.0)
 
 
 @dataclass(frozen=True, slots=True)
 class CrashPolicy:
-    """Give up after ``limit`` exits or failed restarts within ``window_s`` seconds."""
+    """Give up after ``limit`` exits or failed restarts within ``window_s`` seconds
+    (``limit`` 0, the default: never give up for crashing)."""
 
-    limit: int = 5
+    limit: int = 0
     window_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class RestartPolicy:
+    """How a crashed instance comes back (``--backend-config=python,restart-*``)."""
+
+    backoff: BackoffPolicy = BackoffPolicy()
+    crash: CrashPolicy = CrashPolicy()
+    #: Keep retrying when the model's ``initialize`` raises on a restart (Triton, and the
+    #: default, marks the version UNAVAILABLE with that error instead).
+    restart_after_init_error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RestartWait:
+    """Why an instance is not running and when it is started next (monotonic seconds)."""
+
+    reason: str
+    next_attempt: float
+    restarts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +84,7 @@ class ModelInstance:
         spec: InstanceSpec,
         starter: Starter,
         stats: ModelStatistics | None = None,
-        crash_policy: CrashPolicy = CrashPolicy(),
+        crash_policy: CrashPolicy | RestartPolicy = RestartPolicy(),
     ) -> None:
         self.spec = spec
         self.stats = stats if stats is not None else ModelStatistics()
@@ -70,9 +97,18 @@ class ModelInstance:
         self._ready_waiters: list[Callable[[], None]] = []
         self._failure_listeners: list[Callable[[], None]] = []
         self._gave_up_listeners: list[Callable[[ModelInstance, str], None]] = []
-        self._crash_policy = crash_policy
+        policy = (
+            crash_policy
+            if isinstance(crash_policy, RestartPolicy)
+            else RestartPolicy(crash=crash_policy)
+        )
+        self._policy = policy
+        self._crash_policy = policy.crash
         self._crashes: deque[float] = deque()
+        self._backoff = RestartBackoff(policy.backoff)
         self.restarts = 0
+        #: Set while the instance waits to be started again (None while it runs).
+        self.waiting: RestartWait | None = None
         # Why the instance stopped restarting ("" while it still does).
         self.gave_up = ""
 
@@ -90,6 +126,7 @@ class ModelInstance:
 
     async def start(self) -> None:
         self._adopt(await self._starter(self))
+        self._backoff.started(time.monotonic())
         log.debug("instance '%s' started (pid %s)", self.name, self.process and self.process.pid)
 
     def _adopt(self, process: WorkerProcess) -> None:
@@ -122,6 +159,8 @@ class ModelInstance:
 
     def _crash_limit_reached(self) -> bool:
         """Count one crash; True when the policy's limit is reached within its window."""
+        if self._crash_policy.limit <= 0:
+            return False  # never abandoned for crashing
         now = time.monotonic()
         crashes = self._crashes
         crashes.append(now)
@@ -136,7 +175,11 @@ class ModelInstance:
             f"instance '{self.name}' failed {count} {'time' if count == 1 else 'times'} "
             f"within {policy.window_s:g} s and is not restarted again"
         )
+        self._stop_restarting()
+
+    def _stop_restarting(self) -> None:
         log.error("%s", self.gave_up)
+        self.waiting = None
         self._stopping = True
         for callback in self._gave_up_listeners:
             callback(self, self.gave_up)
@@ -149,36 +192,62 @@ class ModelInstance:
             asyncio.ensure_future(process.stop(0.5))
             self._give_up()
             return
-        log.error("instance '%s' (pid %s) exited unexpectedly; restarting", self.name, process.pid)
+        self._wait(f"instance '{self.name}' exited unexpectedly")
+        log.error(
+            "instance '%s' (pid %s) exited unexpectedly; restarting %s",
+            self.name,
+            process.pid,
+            _when(self.waiting),
+        )
         if self._restart_task is None or self._restart_task.done():
             self._restart_task = asyncio.ensure_future(self._restart(process))
 
+    def _wait(self, reason: str) -> None:
+        """Count a failure and note when the next start is due."""
+        at = self._backoff.failed(time.monotonic())
+        self.waiting = RestartWait(reason, at, self.restarts)
+
     async def _restart(self, dead: WorkerProcess) -> None:
         await dead.stop(0.5)
-        attempt = 0
         while not self._stopping:
-            delay = RESTART_BACKOFF_S[min(attempt, len(RESTART_BACKOFF_S) - 1)]
-            await asyncio.sleep(delay)
+            wait = self.waiting
+            delay = wait.next_attempt - time.monotonic() if wait is not None else 0.0
+            if delay > 0:
+                await asyncio.sleep(delay)
             if self._stopping:
                 return
             try:
                 process = await self._starter(self)
             except Exception as exc:  # noqa: BLE001 - keep trying, report each failure
                 log.error("restart of instance '%s' failed: %s", self.name, exc)
-                attempt += 1
                 for callback in self._failure_listeners:
                     callback()
                 if self._crash_limit_reached():
                     self._give_up()
                     return
+                if self._crash_policy.limit <= 0 and not self._transient(exc):
+                    # The model's own code refused to start: as Triton, the version is
+                    # unavailable with that reason rather than retried forever.
+                    self.gave_up = f"restart of instance '{self.name}' failed: {exc}"
+                    self._stop_restarting()
+                    return
+                self._wait(f"restart of instance '{self.name}' failed: {exc}")
+                log.info("instance '%s': next restart %s", self.name, _when(self.waiting))
                 continue
             if self._stopping:
                 await process.stop(1.0)
                 return
             self.restarts += 1
+            self.waiting = None
+            self._backoff.started(time.monotonic())
             self._adopt(process)
             log.info("instance '%s' restarted (pid %s)", self.name, process.pid)
             return
+
+    def _transient(self, exc: Exception) -> bool:
+        """A failed start worth retrying: the process died or hung while starting (killed,
+        out of memory), or restarts after ``initialize`` errors were asked for."""
+        return isinstance(exc, WorkerDied) or self._policy.restart_after_init_error
 
     @property
     def running(self) -> bool:
@@ -229,3 +298,10 @@ class ModelInstance:
         self._stopping = True
         if self.process is not None:
             self.process.kill()
+
+
+def _when(wait: RestartWait | None) -> str:
+    if wait is None:
+        return "now"
+    delay = wait.next_attempt - time.monotonic()
+    return "at once" if delay <= 0 else f"in {delay:.1f} s"

@@ -14,7 +14,12 @@ from tritium.frontends.http.messages import HttpRequest, HttpResponse, error_res
 from tritium.frontends.http.output_prefs import OutputPref, OutputPrefs
 from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.router import Match, Router
-from tritium.frontends.http.server import DEFAULT_MAX_INPUT_SIZE, HttpServer, start_http_server
+from tritium.frontends.http.server import (
+    DEFAULT_MAX_INPUT_SIZE,
+    HttpServer,
+    serve_routes,
+    start_http_server,
+)
 from tritium.frontends.http.status import HTTP_STATUS, status_for
 
 __all__ = [
@@ -33,6 +38,7 @@ __all__ = [
     "error_response",
     "json_response",
     "parse_header_length",
+    "serve_routes",
     "start_http_server",
     "status_for",
 ]

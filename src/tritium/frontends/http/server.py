@@ -119,11 +119,35 @@ async def start_http_server(
     """
     if max_input_size <= 0:
         raise ValueError(f"max_input_size must be positive, got {max_input_size}")
-    loop = asyncio.get_running_loop()
     router = router if router is not None else Router()
     if restricted:
         router.restrict(restricted)
     KServeRoutes(service, max_input_size).register(router)
+    return await serve_routes(
+        router,
+        sock=sock,
+        host=host,
+        port=port,
+        max_input_size=max_input_size,
+        max_pipeline=max_pipeline,
+        timeouts=timeouts,
+    )
+
+
+async def serve_routes(
+    router: Router,
+    *,
+    sock: socket.socket | None = None,
+    host: str = "0.0.0.0",
+    port: int = 8000,
+    max_input_size: int = DEFAULT_MAX_INPUT_SIZE,
+    max_pipeline: int = DEFAULT_MAX_PIPELINE,
+    timeouts: HttpTimeouts | None = None,
+) -> HttpServer:
+    """Serve ``router``'s routes over this endpoint's HTTP/1.1 connections, with its limits
+    (request head size, body size, pipelining, idle/slow-client timeouts). The metrics
+    endpoint uses it too, so both endpoints refuse and time out alike."""
+    loop = asyncio.get_running_loop()
     connections: set[HttpProtocol] = set()
     timeouts = timeouts if timeouts is not None else HttpTimeouts()
     closing = [False]  # see HttpServer.close_after_responses

@@ -127,6 +127,13 @@ _GPU = (
         "energy_joules",
     ),
 )
+# Not one of Triton's (its Python backend restarts a dead stub without counting it); named
+# as its per-model counters are.
+RESTARTS = (
+    "nv_model_restart_count",
+    "Number of times an instance of the model was started again after its worker process "
+    "exited",
+)
 FIRST_RESPONSE_HELP = "Duration from request to first response in milliseconds"
 CPU_UTILIZATION = ("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]")
 CPU_MEMORY_TOTAL = ("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes")
@@ -199,6 +206,16 @@ def cache_families(store: ResponseStore | None) -> list[Family]:
         family.add((), value)
         families.append(family)
     return families
+
+
+def restart_family(versions: list[ServedVersion]) -> list[Family]:
+    """Restarts per model version, over its instances (ensembles have none of their own)."""
+    family = Family(*RESTARTS, "counter")
+    for loaded in versions:
+        if loaded.instances:
+            labels: Labels = (("model", loaded.name), ("version", loaded.version_str))
+            family.add(labels, sum(i.restarts for i in loaded.instances))
+    return [family]
 
 
 def summary_families(versions: list[ServedVersion], config: MetricsConfig) -> list[Family]:

@@ -4,8 +4,9 @@ The page is built when it is asked for, from counters the request path already k
 scrape takes no lock and waits on no instance, so it answers while every instance is
 busy. CPU and memory are sampled every ``--metrics-interval-ms`` by a timer on the loop;
 GPUs (through NVML, where present) at the same interval on a worker thread.
-The HTTP side is deliberately small: GET/HEAD, keep-alive, bounded request heads and an
-idle timeout.
+The connections are the HTTP endpoint's own (the server passes them in as ``Serve``): the
+same request-head limit and answer, pipelining and keep-alive, idle and slow-client
+timeouts, so a client meets the same limits on both ports.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from tritium.core.custom_metrics import CustomMetrics
 from tritium.core.custom_metrics import registry as default_registry
@@ -25,10 +28,11 @@ from tritium.frontends.metrics.collect import (
     first_response_family,
     gpu_families,
     model_families,
+    restart_family,
     summary_families,
 )
 from tritium.frontends.metrics.config import MetricsConfig
-from tritium.frontends.metrics.exposition import CONTENT_TYPE, render
+from tritium.frontends.metrics.exposition import render
 from tritium.frontends.metrics.gpu import GpuSampler
 from tritium.frontends.metrics.system import SystemSampler
 from tritium.service.api import ServiceApi
@@ -36,8 +40,6 @@ from tritium.service.cache import ResponseStore
 
 log = logging.getLogger("tritium.metrics")
 
-MAX_HEAD = 16 * 1024
-IDLE_TIMEOUT_S = 60.0
 MIN_INTERVAL_MS = 10
 
 
@@ -52,6 +54,24 @@ class MetricsOptions:
     sock: socket.socket | None = None  # a pre-bound socket (tests); host/port then unused
     #: The server's response cache, for the nv_cache_* gauges (None: no cache).
     response_store: ResponseStore | None = None
+
+
+class Listener(Protocol):
+    """A listening endpoint serving the page (the HTTP endpoint's ``HttpServer``)."""
+
+    @property
+    def port(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    async def wait_closed(self) -> None: ...
+
+
+#: Starts serving ``GET /metrics`` (the page's bytes, ``CONTENT_TYPE``) at the options'
+#: address. The composition root passes the HTTP endpoint's connection code, so both ports
+#: share one set of limits (request head size, slow and idle clients) without this
+#: frontend depending on the other.
+Serve = Callable[[Callable[[], bytes], MetricsOptions], Awaitable[Listener]]
 
 
 class MetricsPage:
@@ -82,27 +102,23 @@ class MetricsPage:
             families += cpu_families(self.sampler.latest)
         families += summary_families(versions, config)
         families += first_response_family(versions, config)
+        families += restart_family(versions)
         return render(families)
 
 
 class MetricsServer:
-    def __init__(self, page: MetricsPage, options: MetricsOptions) -> None:
+    def __init__(self, page: MetricsPage, options: MetricsOptions, serve: Serve) -> None:
         self.page = page
         self._options = options
-        self._server: asyncio.AbstractServer | None = None
+        self._serve = serve
+        self._listener: Listener | None = None
         self._poller: asyncio.Task[None] | None = None
-        self._connections: set[asyncio.Task[None]] = set()
         self.port = 0
 
     async def start(self) -> None:
         opts = self._options
-        if opts.sock is not None:
-            self._server = await asyncio.start_server(self._connection, sock=opts.sock)
-        else:
-            self._server = await asyncio.start_server(
-                self._connection, opts.host, opts.port, reuse_address=True
-            )
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._listener = await self._serve(self.page.render, opts)
+        self.port = self._listener.port
         loop = asyncio.get_running_loop()
         gpus = opts.gpu_metrics and await loop.run_in_executor(None, self.page.gpu.start)
         if gpus:
@@ -124,90 +140,21 @@ class MetricsServer:
                 # NVML may block for milliseconds: read it on a worker thread.
                 await loop.run_in_executor(None, self.page.gpu.sample)
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            while await self._one_request(reader, writer):
-                pass
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
-            pass
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            writer.close()
-
-    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        """Answer one request; False when the connection should close."""
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_TIMEOUT_S)
-        if len(head) > MAX_HEAD:
-            return False
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3:
-            writer.write(_answer(400, b"Bad Request", "text/plain", close=True))
-            return False
-        method, target, version = parts
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        try:
-            length = int(headers.get("content-length", "0") or 0)
-        except ValueError:
-            length = -1
-        if not 0 <= length <= MAX_HEAD:
-            writer.write(_answer(400, b"Bad Request", "text/plain", close=True))
-            return False
-        if length:
-            await reader.readexactly(length)
-        close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-        path = target.split("?", 1)[0]
-        if path != "/metrics":
-            writer.write(_answer(404, b"Not Found", "text/plain", close))
-        elif method not in ("GET", "HEAD"):
-            writer.write(_answer(405, b"Method Not Allowed", "text/plain", close))
-        else:
-            body = self.page.render()
-            writer.write(_answer(200, body, CONTENT_TYPE, close, head_only=method == "HEAD"))
-        await writer.drain()
-        return not close
-
     async def close(self) -> None:
         if self._poller is not None:
             self._poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._poller
         await asyncio.get_running_loop().run_in_executor(None, self.page.gpu.close)
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
+        if self._listener is not None:
+            self._listener.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
+                await asyncio.wait_for(self._listener.wait_closed(), 2.0)
 
 
-_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
-
-
-def _answer(
-    status: int, body: bytes, content_type: str, close: bool, head_only: bool = False
-) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {_REASONS[status]}\r\n"
-        f"Content-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        + ("Connection: close\r\n" if close else "")
-        + "\r\n"
-    )
-    return head.encode() + (b"" if head_only else body)
-
-
-async def start_metrics_server(service: ServiceApi, options: MetricsOptions) -> MetricsServer:
-    server = MetricsServer(MetricsPage(service, options), options)
+async def start_metrics_server(
+    service: ServiceApi, options: MetricsOptions, serve: Serve
+) -> MetricsServer:
+    server = MetricsServer(MetricsPage(service, options), options, serve)
     await server.start()
     return server

@@ -29,7 +29,13 @@ from tritium.service.lifecycle.warmup import warm_up
 from tritium.service.model.classification import Labels, read_labels
 from tritium.service.model.interface import ServedVersion
 from tritium.service.model.version import LoadedVersion, instance_specs
-from tritium.workers import CrashPolicy, ModelInstance, WorkerProcess
+from tritium.workers import (
+    BackoffPolicy,
+    CrashPolicy,
+    ModelInstance,
+    RestartPolicy,
+    WorkerProcess,
+)
 from tritium.workers.calls import CallHandler
 from tritium.workers.execution_env import WorkerPython, prepare
 
@@ -50,7 +56,10 @@ class LoadOptions:
     load_timeout_s: float = LOAD_TIMEOUT_S
     # How long a replaced or unloaded version may take to finish what reached it.
     drain_timeout_s: float = DRAIN_TIMEOUT_S
+    # When a crashed instance comes back (``--backend-config=python,restart-*``).
     crash_policy: CrashPolicy = CrashPolicy()
+    restart_backoff: BackoffPolicy = BackoffPolicy()
+    restart_after_init_error: bool = False
     # Keep per-request latency summaries (--metrics-config summary_latencies=true).
     latency_summaries: bool = False
     # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``),
@@ -272,9 +281,12 @@ class VersionBuilder:
                 None, load_initial_states, config, model_dir
             )
         stats = SummarizedStatistics(now_ns) if self.options.latency_summaries else ModelStatistics()
+        opts = self.options
+        restarts = RestartPolicy(
+            opts.restart_backoff, opts.crash_policy, opts.restart_after_init_error
+        )
         instances = [
-            ModelInstance(spec, starter, stats, self.options.crash_policy)
-            for spec in instance_specs(config)
+            ModelInstance(spec, starter, stats, restarts) for spec in instance_specs(config)
         ]
         results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]

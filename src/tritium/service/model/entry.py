@@ -8,14 +8,17 @@ built from the entries here.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from tritium import repository as repo
 from tritium.repository.fingerprint import Fingerprint
 from tritium.service.model.interface import ServedVersion
+from tritium.workers import ModelInstance
 
 READY, UNAVAILABLE, LOADING, UNLOADING = "READY", "UNAVAILABLE", "LOADING", "UNLOADING"
 UNLOADED = "unloaded"
@@ -107,10 +110,34 @@ def index_lines(
             continue
         for number in sorted(versions):
             status = versions[number]
-            if ready_only and status.state != READY:
+            state, reason = status.state, status.reason
+            if state == READY and status.loaded is not None:
+                state, reason = restart_view(status.loaded.instances, reason)
+            if ready_only and state != READY:
                 continue
-            line = {"name": name, "version": str(number), "state": status.state}
-            if status.reason:
-                line["reason"] = status.reason
+            line = {"name": name, "version": str(number), "state": state}
+            if reason:
+                line["reason"] = reason
             lines.append(line)
     return lines
+
+
+def restart_view(instances: Sequence[ModelInstance], reason: str = "") -> tuple[str, str]:
+    """A served version's index state and reason while instances wait to be restarted:
+    UNAVAILABLE when none is running, and for each waiting instance why it is down and
+    when its next attempt is (in seconds and as UTC time)."""
+    waits = [i.waiting for i in instances if i.waiting is not None]
+    if not waits:
+        return READY, reason
+    now = time.monotonic()
+    wall = time.time()
+    notes = []
+    for wait in waits:
+        delay = max(wait.next_attempt - now, 0.0)
+        at = datetime.fromtimestamp(wall + delay, timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+        notes.append(
+            f"{wait.reason}; restarted {wait.restarts} time{'' if wait.restarts == 1 else 's'}"
+            f", next attempt in {delay:.1f} s (at {at} UTC)"
+        )
+    running = any(i.running for i in instances)
+    return (READY if running else UNAVAILABLE), "; ".join(filter(None, (reason, *notes)))
