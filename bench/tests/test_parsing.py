@@ -62,6 +62,9 @@ def test_scenario_names_are_stable_and_selectable() -> None:
         "identity_chain_http_binary_c64",
         "bls_add_sub_grpc_c1",
         "seq_sum_grpc_stream_c16",
+        "identity_cached_http_c1",
+        "identity_cached_http_c64",
+        "identity_cached_grpc_c64",
     ]
     assert [s.name for s in SCENARIOS if s.acceptance] == SCENARIO_ACCEPTANCE
     picked = select_scenarios(["string_upper_http_c8", "add_sub_http_binary_c1"])

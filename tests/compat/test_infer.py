@@ -225,7 +225,15 @@ def test_tritonclient_routes(clients):
     [
         ("nope", ""),
         ("versioned", "9"),
-        ("init_fails", ""),
+        pytest.param(
+            "init_fails",
+            "",
+            marks=pytest.mark.xfail(
+                reason="same status, but tritium appends the failed load's reason to "
+                "Triton's 'has no available versions'",
+                strict=True,
+            ),
+        ),
     ],
 )
 def test_tritonclient_errors(clients, model, version):

@@ -100,7 +100,12 @@ def _cases() -> list:
         pytest.param(model, version, id=_ids([(model, version)])[0])
         for model, version in LOADED + NOT_LOADED
     ]
-    cases.append(pytest.param("init_fails", None, id="init_fails"))
+    load_reason = pytest.mark.xfail(
+        reason="same status, but tritium appends the failed load's reason to Triton's "
+        "'has no available versions'",
+        strict=True,
+    )
+    cases.append(pytest.param("init_fails", None, id="init_fails", marks=load_reason))
     cases.append(pytest.param("init_fails", "1", id="init_fails@1"))
     return cases
 

@@ -121,7 +121,7 @@ def test_a_missing_archive_fails_the_load_with_the_reason(tmp_path: Path):
     repo = tmp_path / "models"
     _model(repo, "missing", "$$TRITON_MODEL_DIRECTORY/nowhere.tar.gz")
     message = asyncio.run(_load_error(repo, "missing"))
-    assert "model 'missing'" in message
+    assert "failed to load 'missing'" in message
     assert "EXECUTION_ENV_PATH" in message and "nowhere.tar.gz" in message
     assert "No such file or directory" in message
 
@@ -134,7 +134,7 @@ def test_an_archive_member_outside_it_is_refused(tmp_path: Path, _cache: Path):
         {"bin/python3": (WRAPPER.encode(), 0o755), "../escaped": (b"x", 0o644)},
     )
     message = asyncio.run(_load_error(repo, "escaping"))
-    assert "model 'escaping'" in message
+    assert "failed to load 'escaping'" in message
     assert "'../escaped'" in message and "outside" in message
     assert not (_cache.parent / "escaped").exists()
     assert not [p for p in _cache.iterdir() if p.name.startswith("env-")]
@@ -145,7 +145,7 @@ def test_an_environment_without_an_interpreter_is_refused(tmp_path: Path):
     folder = _model(repo, "nopython", "$$TRITON_MODEL_DIRECTORY/env.tar.gz")
     _pack(folder / "env.tar.gz", {"README": (b"no interpreter here", 0o644)})
     message = asyncio.run(_load_error(repo, "nopython"))
-    assert "model 'nopython'" in message and "has no bin/python3" in message
+    assert "failed to load 'nopython'" in message and "has no bin/python3" in message
 
 
 def test_an_interpreter_that_cannot_run_a_worker_is_refused(tmp_path: Path):
@@ -154,7 +154,7 @@ def test_an_interpreter_that_cannot_run_a_worker_is_refused(tmp_path: Path):
     script = b"#!/bin/sh\necho 'ModuleNotFoundError: No module named numpy' >&2\nexit 1\n"
     _pack(folder / "env.tar.gz", {"bin/python3": (script, 0o755)})
     message = asyncio.run(_load_error(repo, "broken"))
-    assert "model 'broken'" in message
+    assert "failed to load 'broken'" in message
     assert "cannot run a worker" in message and "numpy" in message
 
 
