@@ -1,9 +1,10 @@
 """Paired before/after runs of two tritium checkouts on the same scenarios.
 
 A change that must not slow the request path (a refactoring, a new feature off by
-default) is measured against the commit before it: each round runs ``bench/run.py
---servers tritium`` once with the base checkout's sources and once with the head's,
-alternating which goes first, so drifts of the machine hit both alike. Every run can
+default) is measured against the commit before it: each round runs every scenario with
+``bench/run.py --servers tritium`` twice, back to back, once with the base checkout's
+sources and once with the head's (which goes first alternates), so a drift of the machine
+hits both builds of a pair alike. Every run can
 include real Triton too (``--with-triton``), which makes each round's tritium/Triton
 ratio a second, drift-free view.
 
@@ -77,12 +78,17 @@ def main(argv: list[str] | None = None) -> int:
     builds = {"base": args.base.resolve(), "head": args.head.resolve()}
     runs: dict[str, list[dict[str, float | None]]] = {"base": [], "head": []}
     for round_no in range(args.rounds):
-        order = ["base", "head"] if round_no % 2 == 0 else ["head", "base"]
-        for name in order:
-            report = run_once(
-                builds[name], args.scenarios, out / f"{name}-{round_no + 1}", args.with_triton
-            )
-            runs[name].append(throughputs(report))
+        measured: dict[str, dict[str, float | None]] = {"base": {}, "head": {}}
+        # Scenario by scenario, the two builds back to back (the first of them alternating),
+        # so a drift of the machine over a round falls on both builds of a pair alike.
+        for index, scenario in enumerate(args.scenarios):
+            order = ["base", "head"] if (round_no + index) % 2 == 0 else ["head", "base"]
+            for name in order:
+                folder = out / f"{name}-{round_no + 1}-{scenario}"
+                report = run_once(builds[name], [scenario], folder, args.with_triton)
+                measured[name].update(throughputs(report))
+        for name in runs:
+            runs[name].append(measured[name])
 
     lines = [
         f"base `{builds['base']}`, head `{builds['head']}`, {args.rounds} rounds, {stamp}",
