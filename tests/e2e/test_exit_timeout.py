@@ -8,7 +8,6 @@ segment left behind.
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -19,41 +18,11 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from tritium.testing import ServerProcess
+from tritium.testing.processes import child_pids, exited, tritium_shm_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
 EXIT_TIMEOUT_S = 3
-
-
-def _shm_entries() -> set[str]:
-    # Arenas are memfds and never named; a named tritium segment would be a leak. Other
-    # processes on the machine (Triton's python backend) come and go meanwhile.
-    if not os.path.isdir("/dev/shm"):
-        return set()
-    return {name for name in os.listdir("/dev/shm") if "tritium" in name}
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def _sleep_http(url: str, ms: int, errors: list[BaseException]) -> None:
@@ -77,7 +46,7 @@ def _sleep_grpc(url: str, ms: int, errors: list[BaseException]) -> None:
 
 
 def test_busy_server_exits_within_exit_timeout_plus_one_second():
-    shm_before = _shm_entries()
+    shm_before = tritium_shm_entries()
     server = ServerProcess(
         [TEST_MODELS],
         [
@@ -89,7 +58,7 @@ def test_busy_server_exits_within_exit_timeout_plus_one_second():
         grpc=True,
     ).start()
     try:
-        workers = _children(server.proc.pid)
+        workers = child_pids(server.proc.pid)
         assert len(workers) >= 4  # three sleeper instances and the printer
         errors: list[BaseException] = []
         clients = [
@@ -110,7 +79,7 @@ def test_busy_server_exits_within_exit_timeout_plus_one_second():
     assert code == 0, server.log[-3000:]
     assert took < EXIT_TIMEOUT_S + 1.0, f"exit took {took:.2f} s"
     assert len(errors) == 2  # neither 60 s request was allowed to finish
-    assert all(_gone(pid) for pid in workers), server.log[-3000:]
-    assert _shm_entries() - shm_before == set()
+    assert all(exited(pid) for pid in workers), server.log[-3000:]
+    assert tritium_shm_entries() - shm_before == set()
     # The idle model was still finalized inside the deadline.
     assert "printer finalized" in server.log

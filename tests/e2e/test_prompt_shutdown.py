@@ -11,7 +11,6 @@ test ends with no worker process and no shared-memory entry left behind.
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
 import socket
@@ -25,39 +24,11 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from tritium.testing import ServerProcess
+from tritium.testing.processes import child_pids, exited, tritium_shm_entries
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_MODELS = ROOT / "tests" / "models"
 TRANSPORTS = ["native", "grpcio"]
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def _shm_entries() -> set[str]:
-    if not os.path.isdir("/dev/shm"):
-        return set()
-    return {name for name in os.listdir("/dev/shm") if "tritium" in name}
 
 
 def _sleeper_server(*extra: str) -> ServerProcess:
@@ -88,22 +59,22 @@ def _stop_and_time(server: ServerProcess, timeout: float = 60) -> tuple[int, flo
 
 
 def _assert_nothing_left(workers: list[int], shm_before: set[str], log: str) -> None:
-    assert workers and all(_gone(pid) for pid in workers), log[-3000:]
-    assert _shm_entries() - shm_before == set()
+    assert workers and all(exited(pid) for pid in workers), log[-3000:]
+    assert tritium_shm_entries() - shm_before == set()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_idle_grpc_stream_and_idle_connections_do_not_hold_shutdown(transport):
     """Default exit timeout (30 s): an idle open stream, an idle gRPC connection and an
     idle HTTP keep-alive connection are closed at once; the server exits in < 5 s."""
-    shm_before = _shm_entries()
+    shm_before = tritium_shm_entries()
     server = _sleeper_server(f"--grpc-implementation={transport}")
     replies: queue.Queue = queue.Queue()
     stream_client = grpcclient.InferenceServerClient(server.grpc_url)
     idle_client = grpcclient.InferenceServerClient(server.grpc_url)
     http_idle = httpclient.InferenceServerClient(server.http_url)
     try:
-        workers = _children(server.proc.pid)
+        workers = child_pids(server.proc.pid)
         stream_client.start_stream(callback=lambda result, error: replies.put((result, error)))
         stream_client.async_stream_infer("sleeper", [_grpc_sleep(10)])
         result, error = replies.get(timeout=30)
@@ -189,7 +160,7 @@ def test_countdown_lines_while_a_request_is_in_flight():
 
 
 def test_a_second_signal_stops_at_once():
-    shm_before = _shm_entries()
+    shm_before = tritium_shm_entries()
     server = _sleeper_server()
     errors: list[BaseException] = []
 
@@ -202,7 +173,7 @@ def test_a_second_signal_stops_at_once():
         finally:
             client.close()
 
-    workers = _children(server.proc.pid)
+    workers = child_pids(server.proc.pid)
     thread = threading.Thread(target=call)
     thread.start()
     try:
@@ -243,9 +214,9 @@ def _read_until_closed(sock: socket.socket) -> bytes:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_drain_delay_answers_not_ready_while_serving_then_stops(transport):
     delay = 3
-    shm_before = _shm_entries()
+    shm_before = tritium_shm_entries()
     server = _sleeper_server(f"--drain-delay-secs={delay}", f"--grpc-implementation={transport}")
-    workers = _children(server.proc.pid)
+    workers = child_pids(server.proc.pid)
     grpc_kept = grpcclient.InferenceServerClient(server.grpc_url)
     try:
         assert _ready_http(server.http_url) == 200
