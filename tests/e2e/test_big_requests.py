@@ -210,20 +210,29 @@ def test_a_huge_json_body_does_not_stall_other_clients(server, binary_output: bo
             "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": binary_output}}],
         }
     )
-    reply, answer, quiet, during = _post_while_probed(
-        server.port, "/v2/models/identity/infer", body
-    )
-    assert reply.status == 200, answer[:300]
-    if binary_output:
-        header_length = int(reply.getheader("Inference-Header-Content-Length"))
-        got = np.frombuffer(answer[header_length:], np.float32)
-    else:
-        got = np.array(orjson.loads(answer)["outputs"][0]["data"], np.float32)
-    assert np.array_equal(got, values)
-    assert len(during) > 10, "the probe was not answered while the request ran"
     # Now a slice at a time (a few ms each): 40-70 ms worst with 6M numbers on a busy
-    # machine; the bound leaves room for its scheduling.
-    assert max(during) < max(0.2, 3 * quiet), f"worst {max(during):.3f} s, quiet {quiet:.3f} s"
+    # machine. One stall of the probe can still come from the machine's scheduling, so the
+    # measurement is repeated: held GIL stalls every attempt, the machine's noise does not.
+    worst = []
+    for _attempt in range(3):
+        reply, answer, quiet, during = _post_while_probed(
+            server.port, "/v2/models/identity/infer", body
+        )
+        assert reply.status == 200, answer[:300]
+        if binary_output:
+            header_length = int(reply.getheader("Inference-Header-Content-Length"))
+            got = np.frombuffer(answer[header_length:], np.float32)
+        else:
+            got = np.array(orjson.loads(answer)["outputs"][0]["data"], np.float32)
+        assert np.array_equal(got, values)
+        assert len(during) > 10, "the probe was not answered while the request ran"
+        worst.append((max(during), quiet))
+        if max(during) < max(0.25, 3 * quiet):
+            return
+    pytest.fail(
+        "the probe stalled in every attempt: "
+        + ", ".join(f"worst {w:.3f} s (quiet {q:.3f} s)" for w, q in worst)
+    )
 
 
 def test_a_small_request_with_a_huge_json_answer(server) -> None:

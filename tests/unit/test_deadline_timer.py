@@ -65,8 +65,9 @@ def test_fires_after_its_deadline_and_not_before(new_loop):
 @pytest.mark.parametrize("new_loop", LOOPS)
 def test_sub_millisecond_deadline_is_not_rounded_to_a_millisecond(new_loop):
     # The reason the timer exists: a 300 µs wait must not become a millisecond (asyncio)
-    # or a spin of early wake-ups (uvloop). The median over many waits is far below 1 ms
-    # on any machine that is not saturated for the whole test.
+    # or a spin of early wake-ups (uvloop). Rounded to a millisecond, every wait would be
+    # ~700 µs late; with the timer most are far less. A saturated machine can delay any
+    # one wake-up, so the first quarter is what is judged, over up to three runs.
     async def main():
         timer = DeadlineTimer()
         try:
@@ -74,9 +75,14 @@ def test_sub_millisecond_deadline_is_not_rounded_to_a_millisecond(new_loop):
         finally:
             timer.close()
 
-    lates = sorted(fired - when for when, fired in _run(new_loop, main()))
-    assert lates[0] >= 0
-    assert lates[len(lates) // 2] < 700_000, lates
+    attempts = []
+    for _attempt in range(3):
+        lates = sorted(fired - when for when, fired in _run(new_loop, main()))
+        assert lates[0] >= 0
+        attempts.append(lates[len(lates) // 4])
+        if attempts[-1] < 600_000:
+            return
+    pytest.fail(f"first-quarter lateness of each run (ns): {attempts}")
 
 
 @pytest.mark.parametrize("new_loop", LOOPS)

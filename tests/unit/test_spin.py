@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+from tritium.service.requests import spin
 from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.testing import FakeClock
 
 
 async def _turns_while(spinner: LoneRequestSpinner, seconds: float) -> int:
@@ -80,16 +82,26 @@ def test_turned_off_it_never_polls():
     asyncio.run(main())
 
 
-def test_after_a_lone_request_outlasted_the_budget_the_next_one_sleeps_until_answered():
+def test_after_a_lone_request_outlasted_the_budget_the_next_one_sleeps_until_answered(
+    monkeypatch,
+):  # noqa: ANN001
+    # Which request counts as slow depends only on the times read, so the clock is fake:
+    # a loaded machine cannot turn a quick answer into a slow one.
+    clock = FakeClock(1_000_000_000)
+    monkeypatch.setattr(spin, "now_ns", clock)
+
     async def main() -> None:
         spinner = LoneRequestSpinner(busy_ns=5_000_000, linger_ns=0)
         spinner.begin()
-        await _turns_while(spinner, 5.0)  # polls its 5 ms, then sleeps
-        await asyncio.sleep(0.01)
-        spinner.end()  # answered after ~15 ms: a slow model
+        assert spinner.spinning
+        clock.now += 6_000_000  # its 5 ms of polling are spent
+        await _turns_while(spinner, 5.0)
+        assert not spinner.spinning
+        clock.now += 10_000_000
+        spinner.end()  # answered after 16 ms: a slow model
         spinner.begin()
         assert not spinner.spinning  # no polling for this one
-        await asyncio.sleep(0.001)
+        clock.now += 1_000_000
         spinner.end()  # answered within the budget
         spinner.begin()
         assert spinner.spinning  # quick answers: polling again
