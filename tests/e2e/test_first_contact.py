@@ -256,6 +256,49 @@ def test_verbose_logs_connections_requests_batches_and_instances(server: ServerP
     assert re.search(r"instance 'sloppy_0_0' started \(pid \d+\)", log)
 
 
+@pytest.fixture(scope="module")
+def grpcio_server(repo: Path) -> Iterator[ServerProcess]:
+    args = ["--model-control-mode=explicit", "--load-model=sloppy", "--log-verbose=1"]
+    with ServerProcess([repo], [*args, "--grpc-implementation=grpcio"], grpc=True) as s:
+        yield s
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+def test_verbose_logs_each_grpc_call_on_both_transports(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    server = request.getfixturevalue("server" if transport == "native" else "grpcio_server")
+    infer(server.grpc_url, "sloppy", grpcclient)
+    with pytest.raises(InferenceServerException):
+        infer(server.grpc_url, "nowhere", grpcclient)
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    replies: list[object] = []
+    try:
+        client.start_stream(callback=lambda result, error: replies.append(result or error))
+        tensor = grpcclient.InferInput("IN", [1, 4], "FP32")
+        tensor.set_data_from_numpy(np.ones((1, 4), np.float32))
+        client.async_stream_infer("sloppy", [tensor])
+        deadline = time.monotonic() + 60
+        while not replies and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.stop_stream()
+    finally:
+        client.close()
+    assert replies and not isinstance(replies[0], InferenceServerException)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 5: [^\n]*'nowhere'", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelStreamInfer: status 0 \(OK\)", timeout=30)
+
+
+def test_grpcio_logs_no_call_without_verbose(repo: Path) -> None:
+    args = ["--model-control-mode=explicit", "--load-model=sloppy", "--grpc-implementation=grpcio"]
+    with ServerProcess([repo], args, grpc=True) as s:
+        infer(s.grpc_url, "sloppy", grpcclient)
+    # The server has exited and its whole log has been read.
+    assert "successfully loaded 'sloppy'" in s.log
+    assert "GRPC call:" not in s.log
+
+
 # ----------------------------------------------------- 5. reasons where a client sees them
 
 
