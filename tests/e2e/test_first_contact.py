@@ -222,6 +222,16 @@ def test_repository_api_load_and_unload_are_logged(repo: Path, server: ServerPro
     status, body = call(server, "POST", "/v2/repository/models/broken/load", {})
     assert status == 400
     assert logged_times(server, "failed to load 'broken' version 1: ") == 2
+    # The answer says the words Triton's example clients look for, then Triton's own text.
+    head = "failed to load 'broken': load failed for model 'broken': version 1 is at UNAVAILABLE"
+    assert body["error"].startswith(head) and "the weights file is missing" in body["error"]
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        with pytest.raises(InferenceServerException) as info:
+            client.load_model("broken")
+    finally:
+        client.close()
+    assert head in str(info.value) and "the weights file is missing" in str(info.value)
 
 
 def logged_times(server: ServerProcess, text: str, expected: int = 2, timeout: float = 10.0) -> int:
@@ -325,6 +335,16 @@ def test_a_malformed_config_override_names_the_failed_load(server: ServerProcess
 
 
 # ------------------------------------------------------------------ 9. small things
+
+
+@pytest.mark.parametrize("model", ["nowhere", "broken"])
+def test_model_ready_answers_json_as_json(server: ServerProcess, model: str) -> None:
+    reply = urllib.request.Request(f"http://{server.http_url}/v2/models/{model}/ready")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(reply, timeout=60)
+    assert info.value.code == 400
+    assert info.value.headers["Content-Type"] == "application/json"
+    assert json.loads(info.value.read()) == {"error": "Model version not ready"}
 
 
 def test_execute_returning_none_says_what_was_expected(server: ServerProcess) -> None:
