@@ -204,7 +204,7 @@ def test_a_port_in_use_names_the_endpoint_and_its_flag(
 
 
 def test_start_up_logs_each_load_with_triton_texts(server: ServerProcess) -> None:
-    assert server.wait_for_log(r"successfully loaded 'sloppy'")
+    assert server.wait_for_log(r"successfully loaded 'sloppy'", timeout=30)
     log = server.log
     assert '"loading: sloppy:1"' in log
     assert '"successfully loaded \'forgetful\'"' in log
@@ -216,7 +216,7 @@ def test_start_up_logs_each_load_with_triton_texts(server: ServerProcess) -> Non
 
 def test_repository_api_load_and_unload_are_logged(repo: Path, server: ServerProcess) -> None:
     assert call(server, "POST", "/v2/repository/models/forgetful/unload", {})[0] == 200
-    assert server.wait_for_log(r"successfully unloaded 'forgetful' version 1")
+    assert server.wait_for_log(r"successfully unloaded 'forgetful' version 1", timeout=30)
     assert call(server, "POST", "/v2/repository/models/forgetful/load", {})[0] == 200
     assert logged_times(server, "successfully loaded 'forgetful'") == 2
     status, body = call(server, "POST", "/v2/repository/models/broken/load", {})
@@ -234,7 +234,7 @@ def test_repository_api_load_and_unload_are_logged(repo: Path, server: ServerPro
     assert head in str(info.value) and "the weights file is missing" in str(info.value)
 
 
-def logged_times(server: ServerProcess, text: str, expected: int = 2, timeout: float = 10.0) -> int:
+def logged_times(server: ServerProcess, text: str, expected: int = 2, timeout: float = 30.0) -> int:
     """How often ``text`` is in the log once it reaches ``expected`` (or ``timeout`` passes):
     the server's log reaches the test through a pipe, after the answer may have."""
     deadline = time.monotonic() + timeout
@@ -257,8 +257,8 @@ def test_poll_mode_logs_what_it_loads(tmp_path: Path) -> None:
 def test_verbose_logs_connections_requests_batches_and_instances(server: ServerProcess) -> None:
     infer(server.http_url, "sloppy")
     infer(server.grpc_url, "sloppy", grpcclient)
-    assert server.wait_for_log(r"HTTP request: POST /v2/models/sloppy/infer: 200")
-    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)")
+    assert server.wait_for_log(r"HTTP request: POST /v2/models/sloppy/infer: 200", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)", timeout=30)
     log = server.log
     assert re.search(r"HTTP connection from \('127\.0\.0\.1', \d+\) opened", log)
     assert re.search(r"GRPC connection from \('127\.0\.0\.1', \d+\) opened", log)
@@ -358,7 +358,7 @@ def test_execute_returning_none_says_what_was_expected(server: ServerProcess) ->
 def test_outputs_unlike_the_config_are_warned_about_once(server: ServerProcess) -> None:
     for _ in range(3):
         infer(server.http_url, "sloppy")
-    assert server.wait_for_log(r"returned output 'EXTRA', which is not in its config")
+    assert server.wait_for_log(r"returned output 'EXTRA', which is not in its config", timeout=30)
     time.sleep(0.2)
     log = server.log
     assert log.count("returned output 'EXTRA', which is not in its config; it is dropped") == 1
