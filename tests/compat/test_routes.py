@@ -127,6 +127,36 @@ def test_model_metadata(pair, model, version):
 def test_model_ready(pair, model, version):
     theirs, ours = pair.both("GET", _model_path(model, version) + "/ready")
     assert (ours.status, ours.body) == (theirs.status, theirs.body)
+    if theirs.status == 400:
+        # Deliberately different: the body is JSON ({"error":"Model version not ready"}) and
+        # tritium says so, where Triton 2.51 says text/plain (test_model_ready_content_type).
+        assert (theirs.content_type, ours.content_type) == ("text/plain", "application/json")
+    else:
+        assert ours.content_type == theirs.content_type
+
+
+_READY_JSON = pytest.mark.xfail(
+    reason="same 400 and JSON body, but Triton answers Content-Type text/plain, tritium "
+    "application/json",
+    strict=True,
+)
+
+
+def _ready_cases() -> list:
+    """LOADED as they are; the 400s (NOT_LOADED and init_fails) expected to differ."""
+    not_ready = NOT_LOADED + INIT_FAILS
+    return [
+        *(pytest.param(m, v, id=i) for (m, v), i in zip(LOADED, _ids(LOADED), strict=True)),
+        *(
+            pytest.param(m, v, id=i, marks=_READY_JSON)
+            for (m, v), i in zip(not_ready, _ids(not_ready), strict=True)
+        ),
+    ]
+
+
+@pytest.mark.parametrize("model,version", _ready_cases())
+def test_model_ready_content_type(pair, model, version):
+    theirs, ours = pair.both("GET", _model_path(model, version) + "/ready")
     assert ours.content_type == theirs.content_type
 
 

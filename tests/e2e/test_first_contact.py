@@ -204,7 +204,7 @@ def test_a_port_in_use_names_the_endpoint_and_its_flag(
 
 
 def test_start_up_logs_each_load_with_triton_texts(server: ServerProcess) -> None:
-    assert server.wait_for_log(r"successfully loaded 'sloppy'")
+    assert server.wait_for_log(r"successfully loaded 'sloppy'", timeout=30)
     log = server.log
     assert '"loading: sloppy:1"' in log
     assert '"successfully loaded \'forgetful\'"' in log
@@ -216,15 +216,25 @@ def test_start_up_logs_each_load_with_triton_texts(server: ServerProcess) -> Non
 
 def test_repository_api_load_and_unload_are_logged(repo: Path, server: ServerProcess) -> None:
     assert call(server, "POST", "/v2/repository/models/forgetful/unload", {})[0] == 200
-    assert server.wait_for_log(r"successfully unloaded 'forgetful' version 1")
+    assert server.wait_for_log(r"successfully unloaded 'forgetful' version 1", timeout=30)
     assert call(server, "POST", "/v2/repository/models/forgetful/load", {})[0] == 200
     assert logged_times(server, "successfully loaded 'forgetful'") == 2
     status, body = call(server, "POST", "/v2/repository/models/broken/load", {})
     assert status == 400
     assert logged_times(server, "failed to load 'broken' version 1: ") == 2
+    # The answer says the words Triton's example clients look for, then Triton's own text.
+    head = "failed to load 'broken': load failed for model 'broken': version 1 is at UNAVAILABLE"
+    assert body["error"].startswith(head) and "the weights file is missing" in body["error"]
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    try:
+        with pytest.raises(InferenceServerException) as info:
+            client.load_model("broken")
+    finally:
+        client.close()
+    assert head in str(info.value) and "the weights file is missing" in str(info.value)
 
 
-def logged_times(server: ServerProcess, text: str, expected: int = 2, timeout: float = 10.0) -> int:
+def logged_times(server: ServerProcess, text: str, expected: int = 2, timeout: float = 30.0) -> int:
     """How often ``text`` is in the log once it reaches ``expected`` (or ``timeout`` passes):
     the server's log reaches the test through a pipe, after the answer may have."""
     deadline = time.monotonic() + timeout
@@ -247,13 +257,56 @@ def test_poll_mode_logs_what_it_loads(tmp_path: Path) -> None:
 def test_verbose_logs_connections_requests_batches_and_instances(server: ServerProcess) -> None:
     infer(server.http_url, "sloppy")
     infer(server.grpc_url, "sloppy", grpcclient)
-    assert server.wait_for_log(r"HTTP request: POST /v2/models/sloppy/infer: 200")
-    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)")
+    assert server.wait_for_log(r"HTTP request: POST /v2/models/sloppy/infer: 200", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)", timeout=30)
     log = server.log
     assert re.search(r"HTTP connection from \('127\.0\.0\.1', \d+\) opened", log)
     assert re.search(r"GRPC connection from \('127\.0\.0\.1', \d+\) opened", log)
     assert re.search(r"batch of 1 requests \(1 rows\) to sloppy_0_0; waited [\d.]+ ms", log)
     assert re.search(r"instance 'sloppy_0_0' started \(pid \d+\)", log)
+
+
+@pytest.fixture(scope="module")
+def grpcio_server(repo: Path) -> Iterator[ServerProcess]:
+    args = ["--model-control-mode=explicit", "--load-model=sloppy", "--log-verbose=1"]
+    with ServerProcess([repo], [*args, "--grpc-implementation=grpcio"], grpc=True) as s:
+        yield s
+
+
+@pytest.mark.parametrize("transport", ["native", "grpcio"])
+def test_verbose_logs_each_grpc_call_on_both_transports(
+    transport: str, request: pytest.FixtureRequest
+) -> None:
+    server = request.getfixturevalue("server" if transport == "native" else "grpcio_server")
+    infer(server.grpc_url, "sloppy", grpcclient)
+    with pytest.raises(InferenceServerException):
+        infer(server.grpc_url, "nowhere", grpcclient)
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    replies: list[object] = []
+    try:
+        client.start_stream(callback=lambda result, error: replies.append(result or error))
+        tensor = grpcclient.InferInput("IN", [1, 4], "FP32")
+        tensor.set_data_from_numpy(np.ones((1, 4), np.float32))
+        client.async_stream_infer("sloppy", [tensor])
+        deadline = time.monotonic() + 60
+        while not replies and time.monotonic() < deadline:
+            time.sleep(0.01)
+        client.stop_stream()
+    finally:
+        client.close()
+    assert replies and not isinstance(replies[0], InferenceServerException)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 0 \(OK\)", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelInfer: status 5: [^\n]*'nowhere'", timeout=30)
+    assert server.wait_for_log(r"GRPC call: ModelStreamInfer: status 0 \(OK\)", timeout=30)
+
+
+def test_grpcio_logs_no_call_without_verbose(repo: Path) -> None:
+    args = ["--model-control-mode=explicit", "--load-model=sloppy", "--grpc-implementation=grpcio"]
+    with ServerProcess([repo], args, grpc=True) as s:
+        infer(s.grpc_url, "sloppy", grpcclient)
+    # The server has exited and its whole log has been read.
+    assert "successfully loaded 'sloppy'" in s.log
+    assert "GRPC call:" not in s.log
 
 
 # ----------------------------------------------------- 5. reasons where a client sees them
@@ -284,6 +337,16 @@ def test_a_malformed_config_override_names_the_failed_load(server: ServerProcess
 # ------------------------------------------------------------------ 9. small things
 
 
+@pytest.mark.parametrize("model", ["nowhere", "broken"])
+def test_model_ready_answers_json_as_json(server: ServerProcess, model: str) -> None:
+    reply = urllib.request.Request(f"http://{server.http_url}/v2/models/{model}/ready")
+    with pytest.raises(urllib.error.HTTPError) as info:
+        urllib.request.urlopen(reply, timeout=60)
+    assert info.value.code == 400
+    assert info.value.headers["Content-Type"] == "application/json"
+    assert json.loads(info.value.read()) == {"error": "Model version not ready"}
+
+
 def test_execute_returning_none_says_what_was_expected(server: ServerProcess) -> None:
     with pytest.raises(InferenceServerException) as info:
         infer(server.http_url, "forgetful")
@@ -295,7 +358,7 @@ def test_execute_returning_none_says_what_was_expected(server: ServerProcess) ->
 def test_outputs_unlike_the_config_are_warned_about_once(server: ServerProcess) -> None:
     for _ in range(3):
         infer(server.http_url, "sloppy")
-    assert server.wait_for_log(r"returned output 'EXTRA', which is not in its config")
+    assert server.wait_for_log(r"returned output 'EXTRA', which is not in its config", timeout=30)
     time.sleep(0.2)
     log = server.log
     assert log.count("returned output 'EXTRA', which is not in its config; it is dropped") == 1

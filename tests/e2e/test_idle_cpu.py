@@ -16,27 +16,16 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
 from tritium.testing import ServerProcess
+from tritium.testing.processes import process_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "model_repository"
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def _tree(pid: int) -> list[int]:
-    pids = [pid]
-    for current in pids:
-        try:
-            for task in os.listdir(f"/proc/{current}/task"):
-                with open(f"/proc/{current}/task/{task}/children") as f:
-                    pids.extend(int(p) for p in f.read().split())
-        except OSError:
-            continue
-    return pids
-
-
 def _cpu_seconds(pid: int) -> float:
     total = 0
-    for p in _tree(pid):
+    for p in process_tree(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()

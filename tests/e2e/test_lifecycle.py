@@ -13,15 +13,11 @@ import numpy as np
 import tritonclient.http as httpclient
 
 from tritium.testing import ServerProcess
+from tritium.testing.processes import child_pids
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "model_repository"
 TEST_MODELS = ROOT / "tests" / "models"
-
-
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
-    return [int(p) for p in out.stdout.split()]
 
 
 def _named_shm(pids: list[int]) -> set[str]:
@@ -59,7 +55,7 @@ def test_startup_table_and_clean_sigterm_shutdown(tmp_path):
         inp1.set_data_from_numpy(np.ones(4, np.float32))
         client.infer("add_sub", [inp0, inp1])
         client.close()
-        workers = _children(server.proc.pid)
+        workers = child_pids(server.proc.pid)
         assert len(workers) >= 3  # one per instance of the three example models
         assert _named_shm([server.proc.pid, *workers]) == set()
     finally:
@@ -141,7 +137,7 @@ def test_sigterm_lets_in_flight_requests_finish():
 
 def test_kill_9_of_the_server_takes_workers_down():
     server = ServerProcess([EXAMPLES]).start()
-    workers = _children(server.proc.pid)
+    workers = child_pids(server.proc.pid)
     assert workers
     # Each worker leads a session of its own (its own scheduling group under autogroup),
     # so only PR_SET_PDEATHSIG, not the server's process group, can take it down.

@@ -23,6 +23,7 @@ from tritonclient.utils import InferenceServerException  # noqa: E402
 
 from tritium.testing import ServerProcess  # noqa: E402
 from tritium.testing import onnx_models as om  # noqa: E402
+from tritium.testing.processes import child_pids  # noqa: E402
 
 T = onnx.TensorProto
 # Triton wire type -> (ONNX element, numpy dtype used by the client)
@@ -435,11 +436,6 @@ def test_without_the_extra_a_model_fails_with_the_install_hint(tmp_path: Path) -
     )
 
 
-def _children(pid: int) -> list[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(p) for p in f.read().split()]
-
-
 def test_warm_up_and_restart_after_a_crash(tmp_path: Path) -> None:
     import os
     import signal
@@ -461,7 +457,7 @@ def test_warm_up_and_restart_after_a_crash(tmp_path: Path) -> None:
         try:
             np.testing.assert_array_equal(_infer(client, "m", {"X": (x, "FP32")}, ["Y"])[0], x * 2)
             assert server.proc is not None
-            (worker,) = _children(server.proc.pid)
+            (worker,) = child_pids(server.proc.pid)
             os.kill(worker, signal.SIGKILL)
             deadline = time.monotonic() + 60
             while True:
@@ -472,7 +468,7 @@ def test_warm_up_and_restart_after_a_crash(tmp_path: Path) -> None:
                     assert time.monotonic() < deadline, server.log[-3000:]
                     time.sleep(0.2)
             np.testing.assert_array_equal(y, x * 2)
-            assert _children(server.proc.pid) not in ([], [worker])
+            assert child_pids(server.proc.pid) not in ([], [worker])
         finally:
             client.close()
 

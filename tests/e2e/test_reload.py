@@ -27,6 +27,7 @@ from tritium.testing.lifecycle import (
     reload_under_load,
     write_marked_model,
 )
+from tritium.testing.processes import child_pids, tritium_shm_entries
 
 # The longest pause between two answers we accept while reloading on a shared 2-core
 # machine; the measured value is printed (real Triton 2.51 measured 96 ms).
@@ -67,14 +68,6 @@ def test_reload_under_load_fails_no_request_and_serves_every_new_version(server,
     assert report.longest_pause_s < MAX_PAUSE_S, report.summary()
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return sorted(int(p) for p in f.read().split())
-    except OSError:
-        return []
-
-
 def _fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 
@@ -94,13 +87,6 @@ def _rss_kb(pid: int) -> int:
 
 def _private_folders() -> set[str]:
     return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("tritium-cycle-")}
-
-
-def _shm_entries() -> set[str]:
-    try:
-        return {n for n in os.listdir("/dev/shm") if "tritium" in n}
-    except FileNotFoundError:
-        return set()
 
 
 def _cycles(server: ServerProcess, repo: Path, cycles: int) -> None:
@@ -136,7 +122,7 @@ def _cycles(server: ServerProcess, repo: Path, cycles: int) -> None:
     client.unload_model("live")
     for i in range(2):  # warm-up: threads, caches and imports that stay
         cycle(i)
-    before = (_children(pid), _fds(pid), _arena_maps(pid), _private_folders(), _shm_entries())
+    before = (child_pids(pid), _fds(pid), _arena_maps(pid), _private_folders(), tritium_shm_entries())
     assert before[0] == [] and before[2] == 0 and before[3] == set()
     rss: list[int] = []
     started = time.monotonic()
@@ -144,7 +130,7 @@ def _cycles(server: ServerProcess, repo: Path, cycles: int) -> None:
         cycle(i)
         rss.append(_rss_kb(pid))
     took = time.monotonic() - started
-    after = (_children(pid), _fds(pid), _arena_maps(pid), _private_folders(), _shm_entries())
+    after = (child_pids(pid), _fds(pid), _arena_maps(pid), _private_folders(), tritium_shm_entries())
     client.close()
     quarter = max(len(rss) // 4, 1)
     first, last = sum(rss[:quarter]) / quarter, sum(rss[-quarter:]) / quarter

@@ -238,6 +238,8 @@ def test_a_broken_reload_keeps_the_old_version_serving_with_the_reason(client, r
             client.raw.load_model(name)
         text = str(info.value)
         assert f"load failed for model '{name}': version 1 is at UNAVAILABLE state:" in text
+        # The words Triton's example clients look for in any failed load, before Triton's text.
+        assert text.count(f"failed to load '{name}': load failed for model '{name}'") == 1
         assert "no weights here" in text
         assert _status(info.value) in ("400", "StatusCode.INVALID_ARGUMENT")
         assert client.mark(name) == 11
@@ -254,8 +256,9 @@ def test_a_broken_reload_keeps_the_old_version_serving_with_the_reason(client, r
 def test_a_model_that_fails_its_first_load_is_listed_with_the_error(client, repo):
     name = f"never_{client.protocol}"
     write_marked_model(repo, name, 1, init="raise ValueError('bad init')")
-    with pytest.raises(InferenceServerException):
+    with pytest.raises(InferenceServerException) as info:
         client.raw.load_model(name)
+    assert f"failed to load '{name}'" in str(info.value) and "bad init" in str(info.value)
     (entry,) = client.entry(name)
     assert entry["state"] == "UNAVAILABLE" and "bad init" in entry["reason"]
     assert not client.raw.is_server_ready()  # a model meant to be loaded is not

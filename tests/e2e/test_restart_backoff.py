@@ -17,13 +17,14 @@ from tritonclient.utils import InferenceServerException
 
 from tritium.testing import ServerProcess
 from tritium.testing.lifecycle import marked_inputs
+from tritium.testing.processes import child_pids
 
-from .test_supervision import _children, _entry, _eventually, _repo
+from .test_supervision import _entry, _eventually, _repo
 
 
 def _kill_worker(server: ServerProcess) -> int:
     assert server.proc is not None
-    (pid,) = _children(server.proc.pid)
+    (pid,) = child_pids(server.proc.pid)
     os.kill(pid, signal.SIGKILL)
     return pid
 
@@ -46,7 +47,7 @@ def test_ten_kills_in_a_row_leave_the_model_serving(tmp_path):
         for _ in range(10):
             _eventually(lambda: client.is_model_ready("crashy"))
             old = _kill_worker(server)
-            _eventually(lambda old=old: _children(server.proc.pid) not in ([], [old]))
+            _eventually(lambda old=old: child_pids(server.proc.pid) not in ([], [old]))
         _eventually(lambda: client.is_model_ready("crashy"))
         assert int(client.infer("crashy", marked_inputs(httpclient, 7)).as_numpy("MARK")[0]) == 7
         assert _entry(client, "crashy") == {"name": "crashy", "version": "1", "state": "READY"}
@@ -94,7 +95,7 @@ def test_a_restart_whose_initialize_raises_is_not_retried(tmp_path):
         assert "cannot start again" in reason
         time.sleep(2.0)
         assert server.log.count("restart of instance 'crashy_0_0' failed") == 2  # log + reason
-        _eventually(lambda: _children(server.proc.pid) == [])
+        _eventually(lambda: child_pids(server.proc.pid) == [])
         client.close()
 
 

@@ -14,6 +14,7 @@ from tritonclient.utils import InferenceServerException
 
 from tritium.testing import ServerProcess
 from tritium.testing.lifecycle import marked_config, marked_inputs
+from tritium.testing.processes import child_pids
 
 CRASHY = """
 import os
@@ -59,11 +60,6 @@ def _repo(tmp_path, *names):  # noqa: ANN001, ANN202
     return tmp_path
 
 
-def _children(pid: int) -> list[int]:
-    with open(f"/proc/{pid}/task/{pid}/children") as f:
-        return [int(p) for p in f.read().split()]
-
-
 def _entry(client, name):  # noqa: ANN001, ANN202
     (entry,) = [m for m in client.get_model_repository_index() if m["name"] == name]
     return entry
@@ -95,7 +91,7 @@ def test_a_model_that_keeps_crashing_ends_unavailable_with_the_reason(tmp_path):
         assert "failed 3 times within 60 s and is not restarted again" in entry["reason"]
         assert not client.is_model_ready("crashy")
         assert not client.is_server_ready()
-        _eventually(lambda: _children(server.proc.pid) == [])
+        _eventually(lambda: child_pids(server.proc.pid) == [])
         # Loading it again starts afresh.
         client.load_model("crashy")
         assert int(client.infer("crashy", marked_inputs(httpclient, 3)).as_numpy("MARK")[0]) == 3
@@ -156,7 +152,7 @@ def test_initialize_that_hangs_past_the_timeout_fails_the_load(tmp_path):
         assert "initialize() of 'hangs_0_0' did not finish within 2 s" in str(info.value)
         entry = _entry(client, "hangs")
         assert entry["state"] == "UNAVAILABLE" and "did not finish within 2 s" in entry["reason"]
-        _eventually(lambda: _children(server.proc.pid) == [])
+        _eventually(lambda: child_pids(server.proc.pid) == [])
         client.close()
 
 
@@ -173,5 +169,5 @@ def test_restarts_that_keep_failing_count_towards_the_limit(tmp_path):
         assert _entry(client, "crashy")["state"] == "UNAVAILABLE"
         assert "failed 3 times within 60 s" in _entry(client, "crashy")["reason"]
         assert server.wait_for_log("restart of instance 'crashy_0_0' failed: .*cannot start again")
-        _eventually(lambda: _children(server.proc.pid) == [])
+        _eventually(lambda: child_pids(server.proc.pid) == [])
         client.close()

@@ -22,6 +22,7 @@ from tritium.core import InferRequest, InputTensor
 from tritium.core.errors import TritiumError
 from tritium.service import ModelManager, Service
 from tritium.testing.in_process import open_fds, serving
+from tritium.testing.processes import child_pids
 
 PIPELINES = Path(__file__).resolve().parents[1] / "pipeline_models"
 ROWS = 1 << 20  # 4 MiB of FP32 per tensor
@@ -139,8 +140,8 @@ def test_unloading_while_a_request_is_in_flight_frees_every_arena():
     assert open_fds(ARENA) == before
 
 
-def _children() -> set[str]:
-    return set(Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read_text().split())
+def _children() -> set[int]:
+    return set(child_pids(os.getpid()))
 
 
 @pytest.fixture(autouse=True)

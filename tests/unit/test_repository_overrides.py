@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tritium.core.errors import InvalidArgument, Unavailable
+from tritium.core.errors import InvalidArgument, NotFound, Unavailable
 from tritium.repository.fingerprint import model_fingerprint
 from tritium.repository.overrides import (
     LoadOverride,
@@ -21,6 +21,7 @@ from tritium.service.lifecycle.dependencies import model_dependencies
 from tritium.service.lifecycle.repository_api import (
     NOT_EXPLICIT,
     RepositoryControl,
+    failed_load,
     parse_load_parameters,
 )
 from tritium.service.lifecycle.settings import lifecycle_options
@@ -222,3 +223,42 @@ def test_a_whole_path_too_long_to_write_is_the_clients_fault():
     with pytest.raises(InvalidArgument) as info:
         write_private_folder("m", LoadOverride(None, {deep: b"x"}))
     assert "too long" in info.value.message
+
+
+def test_every_failed_load_says_failed_to_load_the_model_then_why():
+    versions = InvalidArgument(
+        "load failed for model 'm': version 1 is at UNAVAILABLE state: boom;"
+    )
+    answer = failed_load("m", versions)
+    assert isinstance(answer, InvalidArgument)
+    # Triton's own text is kept whole after the words its example clients look for.
+    assert answer.message == (
+        "failed to load 'm': load failed for model 'm': version 1 is at UNAVAILABLE state: boom;"
+    )
+    # Already saying it: unchanged (Triton's "failed to poll" text keeps its comma).
+    missing = NotFound("failed to load 'm', failed to poll from model repository")
+    assert failed_load("m", missing) is missing
+    # The builder's own prefix is not said twice; the code is kept.
+    unavailable = failed_load("m", Unavailable("failed to load model 'm': no config.pbtxt"))
+    assert isinstance(unavailable, Unavailable)
+    assert unavailable.message == "failed to load 'm': no config.pbtxt"
+    assert failed_load("a\0b", InvalidArgument("bad")).message == "failed to load 'a\\0b': bad"
+
+
+def test_a_load_refused_before_the_manager_is_asked_says_failed_to_load():
+    import asyncio
+
+    control = RepositoryControl(None, "explicit")  # type: ignore[arg-type]
+
+    async def main() -> None:
+        for name, parameters, why in [
+            ("../etc", None, "model name must not contain path traversal characters"),
+            ("m", {"config": "{nope"}, "Invalid config override: "),
+            ("m", {"bogus": 1}, "Unrecognized load parameter 'bogus' with type 'INT'"),
+        ]:
+            with pytest.raises(InvalidArgument) as info:
+                await control.load(name, parameters)
+            assert info.value.message.startswith(f"failed to load '{name}': ")
+            assert why in info.value.message
+
+    asyncio.run(main())

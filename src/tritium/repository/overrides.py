@@ -39,7 +39,7 @@ def validate_model_name(name: str) -> None:
         raise InvalidArgument("model name must not contain only whitespace characters")
     if ".." in name or "/" in name or "\\" in name or "\0" in name:
         raise InvalidArgument(
-            f"invalid model name '{_printable(name)}', model name must not contain path "
+            f"invalid model name '{printable(name)}', model name must not contain path "
             "traversal characters"
         )
 
@@ -57,12 +57,12 @@ def override_file_path(key: str) -> PurePosixPath:
     )
     if bad:
         raise InvalidArgument(
-            f"Invalid file parameter '{_printable(key)}' must stay within model directory."
+            f"Invalid file parameter '{printable(key)}' must stay within model directory."
         )
     for part in parts:
         if len(part.encode("utf-8", "surrogatepass")) > NAME_MAX:
             raise InvalidArgument(
-                f"Invalid file parameter '{_printable(key)}': a path component is longer "
+                f"Invalid file parameter '{printable(key)}': a path component is longer "
                 f"than {NAME_MAX} bytes"
             )
     return PurePosixPath(*parts)
@@ -145,5 +145,6 @@ def _safe_prefix(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)[:32]
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
+    """``text`` with NUL characters written as ``\\0``, fit for a message."""
     return text.replace("\0", "\\0")

@@ -1,25 +1,43 @@
-"""What a server process left behind, read from /proc and /dev/shm: its child processes,
-whether one has exited, and named tritium shared-memory segments."""
+"""What a server process has and left behind, read from /proc and /dev/shm: its child
+processes and the tree below it, whether one has exited, and named tritium shared-memory
+segments. Tests read these here, once, rather than each with its own /proc reader."""
 
 from __future__ import annotations
 
 import os
 
 
-def child_pids(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (children of any of its threads)."""
-    found = []
+def _children_by_parent() -> dict[int, list[int]]:
+    """Every process's pid under its parent's, read from each ``/proc/PID/stat``."""
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except OSError:  # gone meanwhile
             continue
-        if int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
+        children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, in pid order, zombies included.
+
+    Read from every process's parent field: ``/proc/PID/task/PID/children`` lists only the
+    children of the main thread, and the server starts workers from other threads too.
+    """
+    return sorted(_children_by_parent().get(pid, ()))
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (children, their children, ...)."""
+    children = _children_by_parent()
+    tree = [pid]
+    for current in tree:  # grows while it is walked: breadth first
+        tree.extend(sorted(children.get(current, ())))
+    return tree
 
 
 def exited(pid: int) -> bool:

@@ -4,11 +4,14 @@ Every :class:`~tritium.frontends.grpc.calls.Method` becomes one grpc.aio method 
 grpcio decodes the request with the method's message class, the handler calls the
 :class:`ServiceApi` through the table and errors are mapped once, by ``call_status``, to
 ``context.abort``. No method logic lives here, so this transport and the native one
-answer alike by construction.
+answer alike by construction. With ``--log-verbose`` at start-up, each call's method and
+status is logged in the native transport's words (``GRPC call: ModelInfer: status 0 (OK)``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, NoReturn
 
@@ -20,6 +23,8 @@ from tritium.frontends.grpc.infer_calls import StreamBacklogExceeded, call_statu
 from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown
 from tritium.frontends.restricted import RestrictedApis, Restriction, grpc_method_group
 from tritium.service.api import ServiceApi
+
+logger = logging.getLogger("tritium.frontends.grpc")
 
 _STATUS_BY_VALUE: dict[int, grpc.StatusCode] = {s.value[0]: s for s in grpc.StatusCode}
 
@@ -157,6 +162,47 @@ def _guard(method: Method, call: Callable, restriction: Restriction) -> Callable
     return guarded
 
 
+def _log_end(name: str, context: grpc.aio.ServicerContext, exc: BaseException | None) -> None:
+    """The verbose line for a call that ended: OK, or the status it was aborted with."""
+    if exc is None:
+        logger.debug("GRPC call: %s: status 0 (OK)", name)
+    elif isinstance(exc, grpc.aio.AbortError):
+        code = context.code()
+        value = code.value[0] if isinstance(code, grpc.StatusCode) else int(code or 2)
+        logger.debug("GRPC call: %s: status %d: %s", name, value, context.details() or "")
+    elif not isinstance(exc, asyncio.CancelledError):  # a client that went away: no status
+        logger.debug("GRPC call: %s: status 2: %s", name, exc)  # grpc.aio answers UNKNOWN
+
+
+def _logged(method: Method, call: Callable) -> Callable:
+    """``call`` with its verbose line; only wrapped in when ``--log-verbose`` is on, so a
+    server without it pays nothing per call."""
+    name = method.name
+    if method.kind == STREAM:
+
+        async def logged_stream(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                async for reply in call(requests, context):
+                    yield reply
+            except BaseException as exc:
+                _log_end(name, context, exc)
+                raise
+            _log_end(name, context, None)
+
+        return logged_stream
+
+    async def logged(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            response = await call(request, context)
+        except BaseException as exc:
+            _log_end(name, context, exc)
+            raise
+        _log_end(name, context, None)
+        return response
+
+    return logged
+
+
 def _serialize(message: Any) -> bytes:
     return message.SerializeToString()
 
@@ -167,6 +213,7 @@ def _rpc_handler(
     compression: grpc.Compression | None,
     restriction: Restriction | None = None,
     open_streams: OpenStreams | None = None,
+    verbose: bool = False,
 ) -> grpc.RpcMethodHandler:
     # Only inference responses are compressed, as Triton does.
     compression = compression if method.infer else None
@@ -174,6 +221,8 @@ def _rpc_handler(
         call = _stream(method, service, compression, open_streams)
         if restriction is not None:
             call = _guard(method, call, restriction)
+        if verbose:
+            call = _logged(method, call)
         return grpc.stream_stream_rpc_method_handler(
             call,
             request_deserializer=method.request_type.FromString,
@@ -182,6 +231,8 @@ def _rpc_handler(
     call = _unary(method, service, compression)
     if restriction is not None:
         call = _guard(method, call, restriction)
+    if verbose:
+        call = _logged(method, call)
     return grpc.unary_unary_rpc_method_handler(
         call,
         request_deserializer=method.request_type.FromString,
@@ -215,14 +266,17 @@ def method_handlers(
     ``compression`` (when set) applies to the responses of inference methods only;
     methods of a group ``restricted`` names require its header; ModelStreamInfer calls
     are listed in ``open_streams`` (when given) so that shutdown can end the idle ones.
+    Each call logs its status when debug logging is on now (``--log-verbose``), as the
+    native transport's connections do when they open.
     """
     restricted = restricted or RestrictedApis()
+    verbose = logger.isEnabledFor(logging.DEBUG)
     by_service: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
     for path, method in METHODS.items():
         service_name = path[1:].rsplit("/", 1)[0]
         restriction = restricted.for_group(grpc_method_group(method.name))
         by_service.setdefault(service_name, {})[method.name] = _rpc_handler(
-            method, service, compression, restriction, open_streams
+            method, service, compression, restriction, open_streams, verbose
         )
     return by_service
 

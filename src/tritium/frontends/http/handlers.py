@@ -58,7 +58,8 @@ from tritium.service.api import ServiceApi
 DECOUPLED_REFUSED = "HTTP end point doesn't support models with decoupled transaction policy"
 
 _NOT_READY_EMPTY = HttpResponse(400, b"", CONTENT_TEXT)
-_MODEL_NOT_READY = error_response(400, "Model version not ready", CONTENT_TEXT)
+# Triton 2.51 says text/plain for this JSON body; tritium says what the body is.
+_MODEL_NOT_READY = error_response(400, "Model version not ready")
 _ACCEPT_ENCODING = [(b"Accept-Encoding", b"gzip, deflate")]
 
 
@@ -152,7 +153,7 @@ class KServeRoutes:
             # Triton answers an unknown model exactly like an unready one.
             return _MODEL_NOT_READY
         except TritiumError as exc:
-            return from_error(exc, CONTENT_TEXT)
+            return from_error(exc)
         return EMPTY_OK if ready else _MODEL_NOT_READY
 
     def model_statistics(self, request: HttpRequest, params: Params) -> HttpResponse:

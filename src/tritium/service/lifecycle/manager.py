@@ -127,7 +127,8 @@ class ModelManager:
 
         Raises InvalidArgument when the new load failed (what served before still serves):
         Triton's "load failed for model ..." text when versions failed, "failed to load
-        '<name>': ..." when the model as a whole did; NotFound when it is in no repository."""
+        '<name>': ..." when the model as a whole did; NotFound when it is in no repository.
+        The repository API puts ``failed to load '<name>'`` before any reason lacking it."""
         await self._run(self._load_named(name, override, (), retry=True))
 
     async def refresh(self, name: str) -> None:
@@ -209,9 +210,11 @@ class ModelManager:
                     await self._ensure_loaded(dependency, chain)
                 built = await self._build(entry, model_dir, pb, folder)
             except TritiumError as exc:
-                log.error("failed to load '%s': %s", name, exc.message)
-                self._load_failed(entry, exc.message, model_dir, stamp, override is not None)
-                raise InvalidArgument(f"failed to load '{name}': {exc.message}") from None
+                # Said once: "failed to load 'x': failed to load model 'x': ..." is noise.
+                reason = exc.message.removeprefix(f"failed to load model '{name}': ")
+                log.error("failed to load '%s': %s", name, reason)
+                self._load_failed(entry, reason, model_dir, stamp, override is not None)
+                raise InvalidArgument(f"failed to load '{name}': {reason}") from None
             for v, reason in sorted(built.failed.items()):
                 log.error("failed to load '%s' version %d: %s", name, v, reason)
             if built.loaded:

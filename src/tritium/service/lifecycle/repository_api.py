@@ -13,12 +13,13 @@ from typing import Any
 import orjson
 
 from tritium import config as cfg
-from tritium.core.errors import InvalidArgument, Unavailable
+from tritium.core.errors import InvalidArgument, TritiumError, Unavailable, error_from_code
 from tritium.repository.overrides import (
     FILE_PREFIX,
     LoadOverride,
     check_file_layout,
     override_file_path,
+    printable,
     validate_model_name,
 )
 from tritium.service.lifecycle.manager import ModelManager
@@ -50,15 +51,16 @@ class RepositoryControl:
 
     async def load(self, name: str, parameters: dict[str, Any] | None = None) -> None:
         """Load or reload ``name`` (with an override config and files); returns once the
-        new versions serve."""
+        new versions serve. Every failure says ``failed to load '<name>'`` (see
+        :func:`failed_load`); outside explicit mode the answer is Triton's own refusal,
+        the same for load and unload."""
         self._check_explicit()
-        validate_model_name(name)
         try:
+            validate_model_name(name)
             override = parse_load_parameters(parameters or {})
-        except ConfigOverrideError as exc:
-            # The words Triton's clients look for in any failed load.
-            raise InvalidArgument(f"failed to load '{name}': {exc.message}") from None
-        await self.models.load(name, override)
+            await self.models.load(name, override)
+        except TritiumError as exc:
+            raise failed_load(name, exc) from None
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         """Unload ``name`` (and, with ``unload_dependents``, the models it depends on that
@@ -106,6 +108,21 @@ class ModelCodeControl:
 
     async def unload(self, name: str, unload_dependents: bool) -> None:
         await self._target().unload(name, unload_dependents)
+
+
+def failed_load(name: str, exc: TritiumError) -> TritiumError:
+    """``exc`` as the answer to a load of ``name``: its code, and a message that contains
+    ``failed to load '<name>'``, the words Triton's example clients look for in any failed
+    load, followed by the reason (Triton's own text, such as "load failed for model ...:
+    version 1 is at UNAVAILABLE state: ...", kept whole after it)."""
+    shown = printable(name)
+    head = f"failed to load '{shown}'"
+    message = exc.message
+    if head in message:
+        return exc
+    # The version builder's own prefix would say the same words twice.
+    message = message.removeprefix(f"failed to load model '{shown}': ")
+    return error_from_code(exc.code, f"{head}: {message}")
 
 
 class ConfigOverrideError(InvalidArgument):

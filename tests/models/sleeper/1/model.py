@@ -1,4 +1,7 @@
-"""Sleeps MS milliseconds and reports its pid and the wall-clock interval it ran in."""
+"""Sleeps MS milliseconds and reports its pid and the wall-clock interval it ran in.
+
+With ``--log-verbose`` it logs ``sleeping <MS> ms`` as it starts, so that a test can wait
+until a request is inside ``execute`` rather than guess how long getting there takes."""
 
 import os
 import time
@@ -16,6 +19,7 @@ class TritonPythonModel:
         for request in requests:
             ms = int(pb_utils.get_input_tensor_by_name(request, "MS").as_numpy()[0])
             start = time.time()
+            pb_utils.Logger.log_verbose(f"sleeping {ms} ms")
             time.sleep(ms / 1000.0)
             responses.append(
                 pb_utils.InferenceResponse(

@@ -94,7 +94,10 @@ class CallState:
             return
         self._close()
         if self.proto.debug:
-            logger.debug("GRPC call: %s: status %d: %s", self.method.name, code, message)
+            if code == w.OK:  # a stream that ended well: the words of a unary OK
+                logger.debug("GRPC call: %s: status 0 (OK)", self.method.name)
+            else:
+                logger.debug("GRPC call: %s: status %d: %s", self.method.name, code, message)
         if self.head_sent:
             self.conn.send_trailers(self.stream, w.trailers(code, message))
         else:
