@@ -44,7 +44,7 @@ from bench.chaos_faults import PROCESS_FAULTS, ROTATION, Faults  # noqa: E402
 from bench.chaos_ledger import Ledger  # noqa: E402
 from bench.chaos_load import GrpcStreams, GrpcUnary, HttpUnary  # noqa: E402
 from bench.soak_samples import Sample, plot, sample, throughput, verdict  # noqa: E402
-from tritium.testing import ServerProcess  # noqa: E402
+from tritium.testing import ServerProcess, exit_on_signals  # noqa: E402
 
 MODELS = Path(__file__).resolve().parent / "chaos_models"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -118,60 +118,74 @@ def run(options: Options) -> Report:
             stdout=subprocess.PIPE,
             text=True,
         )
-        began = time.monotonic()
-        stop = threading.Event()
-        http_a, http_b = HttpUnary(host, port, ledger), HttpUnary(host, port, ledger)
-        grpc = GrpcUnary(server.grpc_url, ledger)
-        seq = GrpcUnary(server.grpc_url, ledger)
-        streams = GrpcStreams(server.grpc_url, ledger)
-        streams_b = GrpcStreams(server.grpc_url, ledger)
-        corrids = iter(range(1, 1 << 62))
-        drivers = [
-            _loop(stop, lambda: http_a.call("chaos_echo", random.choice((0, 0, 1, 5)))),
-            _loop(stop, lambda: http_b.call("chaos_ens", random.choice((0, 1)))),
-            _loop(stop, lambda: grpc.call(random.choice(("chaos_echo", "chaos_ens")), 0)),
-            _loop(stop, lambda: streams.send(random.randint(1, 5), random.choice((0, 2)))),
-            _loop(stop, lambda: streams_b.send(random.randint(1, 5), random.choice((0, 2)))),
-            _loop(stop, lambda: seq.sequence(next(corrids), 4)),
-        ]
-        kinds = ROTATION
-        if options.faults == "no-process":
-            kinds = tuple(k for k in ROTATION if k not in PROCESS_FAULTS)
-        faults = Faults(host, port, server.grpc_url, server.proc.pid, ledger, kinds, began=began)
-        samples: list[Sample] = []
-        next_fault = began + options.fault_interval
-        next_sample = began
-        index = 0
-        end = began + options.seconds
-        while (now := time.monotonic()) < end:
-            if now >= next_sample:
-                samples.append(sample(server.proc.pid, began, ledger.ok_total))
-                next_sample += options.sample_every
-            if options.faults != "none" and now >= next_fault:
-                faults.run_one(index)
-                index += 1
-                next_fault = time.monotonic() + options.fault_interval
-            time.sleep(0.05)
-        samples.append(sample(server.proc.pid, began, ledger.ok_total))
-        # Faults stop; every model is loaded again and must answer.
-        for model in ALL_MODELS:
-            faults.repository(model, "load")
-        recovery = _recovery(grpc, server.grpc_url)
-        stop.set()
-        for thread in drivers:
-            thread.join(30)
-        streams.drain(15)
-        streams_b.drain(15)
-        for client in (http_a, http_b, grpc, seq):
-            client.close()
-        faults.close()
-        ledger.close_out()
-        assert poller.stdin is not None
-        poller.stdin.close()
-        health = json.loads(poller.stdout.readline() or "{}") if poller.stdout else {}
-        poller.wait(15)
-        duration = time.monotonic() - began
-        log = server.log
+        try:
+            return _drive(options, ledger, server, poller)
+        finally:
+            if poller.poll() is None:  # interrupted: the poller goes with the server
+                poller.kill()
+                poller.wait(10)
+
+
+def _drive(
+    options: Options, ledger: Ledger, server: ServerProcess, poller: subprocess.Popen[str]
+) -> Report:
+    """The run itself, on a started server with its health poller."""
+    assert server.proc is not None and server.port is not None
+    host, port = "127.0.0.1", server.port
+    began = time.monotonic()
+    stop = threading.Event()
+    http_a, http_b = HttpUnary(host, port, ledger), HttpUnary(host, port, ledger)
+    grpc = GrpcUnary(server.grpc_url, ledger)
+    seq = GrpcUnary(server.grpc_url, ledger)
+    streams = GrpcStreams(server.grpc_url, ledger)
+    streams_b = GrpcStreams(server.grpc_url, ledger)
+    corrids = iter(range(1, 1 << 62))
+    drivers = [
+        _loop(stop, lambda: http_a.call("chaos_echo", random.choice((0, 0, 1, 5)))),
+        _loop(stop, lambda: http_b.call("chaos_ens", random.choice((0, 1)))),
+        _loop(stop, lambda: grpc.call(random.choice(("chaos_echo", "chaos_ens")), 0)),
+        _loop(stop, lambda: streams.send(random.randint(1, 5), random.choice((0, 2)))),
+        _loop(stop, lambda: streams_b.send(random.randint(1, 5), random.choice((0, 2)))),
+        _loop(stop, lambda: seq.sequence(next(corrids), 4)),
+    ]
+    kinds = ROTATION
+    if options.faults == "no-process":
+        kinds = tuple(k for k in ROTATION if k not in PROCESS_FAULTS)
+    faults = Faults(host, port, server.grpc_url, server.proc.pid, ledger, kinds, began=began)
+    samples: list[Sample] = []
+    next_fault = began + options.fault_interval
+    next_sample = began
+    index = 0
+    end = began + options.seconds
+    while (now := time.monotonic()) < end:
+        if now >= next_sample:
+            samples.append(sample(server.proc.pid, began, ledger.ok_total))
+            next_sample += options.sample_every
+        if options.faults != "none" and now >= next_fault:
+            faults.run_one(index)
+            index += 1
+            next_fault = time.monotonic() + options.fault_interval
+        time.sleep(0.05)
+    samples.append(sample(server.proc.pid, began, ledger.ok_total))
+    # Faults stop; every model is loaded again and must answer.
+    for model in ALL_MODELS:
+        faults.repository(model, "load")
+    recovery = _recovery(grpc, server.grpc_url)
+    stop.set()
+    for thread in drivers:
+        thread.join(30)
+    streams.drain(15)
+    streams_b.drain(15)
+    for client in (http_a, http_b, grpc, seq):
+        client.close()
+    faults.close()
+    ledger.close_out()
+    assert poller.stdin is not None
+    poller.stdin.close()
+    health = json.loads(poller.stdout.readline() or "{}") if poller.stdout else {}
+    poller.wait(15)
+    duration = time.monotonic() - began
+    log = server.log
     report = Report(
         options={k: str(v) for k, v in asdict(options).items()},
         duration_s=round(duration, 1),
@@ -359,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         name="soak" if soak else "chaos",
         seed=a.seed,
     )
-    report = run(options)
+    # SIGTERM/SIGHUP (kill, timeout, a cancelled job) unwind like Ctrl-C: the server stops.
+    with exit_on_signals():
+        report = run(options)
     print(markdown(report))
     for line in report.violations[:30]:
         print("  violation:", line)

@@ -452,4 +452,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from tritium.testing import exit_on_signals
+
+    with exit_on_signals():  # SIGTERM/SIGHUP unwind like Ctrl-C: its servers are stopped
+        code = main()
+    raise SystemExit(code)

@@ -49,7 +49,9 @@ def test_a_64k_accept_header_is_answered_as_on_the_http_port(server: ServerProce
     for name, (port, path) in _ports(server).items():
         head = f"GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {'a' * 65536}\r\n\r\n".encode()
         answers[name] = _exchange(port, head)
-    assert answers["metrics"].startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    # 431 (RFC 6585) on both ports. Triton 2.51 resets the connection on either port once a
+    # head passes ~8 KiB, with no answer at all: a deliberate difference, the client is told.
+    assert answers["metrics"].startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
     assert answers["metrics"].endswith(b'{"error":"request header too large"}')
     assert b"Connection: close" in answers["metrics"]
     assert answers["metrics"] == answers["http"]

@@ -118,3 +118,76 @@ def test_cancelled_caller_is_forwarded_and_runner_stays_consistent():
         assert (await third).id == "2"
 
     asyncio.run(main())
+
+
+def test_a_request_given_to_an_idle_instance_that_died_waits_for_its_restart():
+    """Triton-like under worker kills: a request that never reached the dead instance (it
+    died while idle, its exit not yet noticed) is not failed with "is not running"; it waits
+    at the head of the queue and runs once the instance is back."""
+
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        runner.running = False  # died while idle
+        first = asyncio.ensure_future(sched.submit(_req(0)))
+        second = asyncio.ensure_future(sched.submit(_req(1)))
+        await _settle()
+        assert not first.done() and not second.done() and runner.batches == []
+        assert sched.statistics().queued == 2
+        runner.revive()
+        await _settle()
+        assert runner.batches == [["0"]]  # the first keeps its place
+        runner.finish()
+        await _settle()
+        runner.finish()
+        assert [r.id for r in await asyncio.gather(first, second)] == ["0", "1"]
+
+    asyncio.run(main())
+
+
+def test_a_request_refused_by_a_dead_instance_goes_to_a_live_one():
+    async def main():
+        a, b = FakeRunner("a"), FakeRunner("b")
+        sched = DefaultScheduler([a, b])
+        b.running = False  # idle list pops b first; it is down
+        task = asyncio.ensure_future(sched.submit(_req(0)))
+        await _settle()
+        assert a.batches == [["0"]] and b.batches == [] and len(b.ready_callbacks) == 1
+        a.finish()
+        assert (await task).id == "0"
+
+    asyncio.run(main())
+
+
+def test_a_request_running_on_an_instance_that_dies_fails_it_was_lost():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        running = asyncio.ensure_future(sched.submit(_req(0)))
+        queued = asyncio.ensure_future(sched.submit(_req(1)))
+        await _settle()
+        runner.die()
+        with pytest.raises(Unavailable, match="exited unexpectedly"):
+            await running
+        assert not queued.done()  # never handed to the dead instance: waits
+        runner.revive()
+        await _settle()
+        runner.finish()
+        assert (await queued).id == "1"
+
+    asyncio.run(main())
+
+
+def test_queued_requests_fail_when_no_instance_can_restart():
+    async def main():
+        runner = FakeRunner("a")
+        sched = DefaultScheduler([runner])
+        runner.running = False
+        task = asyncio.ensure_future(sched.submit(_req(0)))
+        await _settle()
+        for callback in runner.failure_callbacks:
+            callback()
+        with pytest.raises(Unavailable, match="no instance of the model is running"):
+            await task
+
+    asyncio.run(main())

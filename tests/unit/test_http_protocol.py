@@ -497,7 +497,7 @@ def test_huge_url_is_refused():
         h.feed(b"GET /" + b"a" * 70_000)
         await settle()  # a read this big is parsed a slice per loop iteration
         ((status, _, body),) = h.responses()
-        assert status == 400 and body == b'{"error":"request header too large"}'
+        assert status == 431 and body == b'{"error":"request header too large"}'
 
     run(scenario())
 
@@ -547,7 +547,7 @@ def test_oversized_headers_are_refused():
         h.feed(get("/v2/health/live", "X-Big: " + "a" * 70_000))
         await settle()  # a read this big is parsed a slice per loop iteration
         ((status, _, body),) = h.responses()
-        assert status == 400 and body == b'{"error":"request header too large"}'
+        assert status == 431 and body == b'{"error":"request header too large"}'
         assert h.transport.closed
 
     run(scenario())

@@ -53,6 +53,13 @@ class Rejected(Unavailable):
     queue timeout. Counted as ``reason="REJECTED"`` in the failure metrics."""
 
 
+class InstanceDown(Unavailable):
+    """An instance could not take a batch because it is not running (crashed, being
+    restarted). Nothing reached the worker, so a scheduler keeps the batch queued for the
+    restart or another instance instead of failing it; a batch a worker was running when
+    it died fails with a plain ``Unavailable`` instead (it was lost)."""
+
+
 class InternalError(TritiumError):
     code = Code.INTERNAL
 

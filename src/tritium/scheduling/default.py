@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from functools import partial
 
 from tritium.core import Completion, InferRequest
-from tritium.core.errors import Cancelled, InternalError, Rejected, TritiumError, Unavailable
+from tritium.core.errors import (
+    Cancelled,
+    InstanceDown,
+    InternalError,
+    Rejected,
+    TritiumError,
+    Unavailable,
+)
 from tritium.scheduling.runner import BatchOutcome, Runner
 
 Waiter = Completion  # Completion[InferResponse]: the caller's, callbacks run when settled
@@ -59,6 +66,15 @@ class DefaultScheduler:
     def _dispatch(self, runner: Runner, request: InferRequest, waiter: Waiter) -> None:
         try:
             done = runner.submit([request])
+        except InstanceDown:
+            # The instance died while idle: the request never reached it, so it waits at
+            # the head of the queue for the restart or for another idle instance (a model
+            # that cannot restart fails its queue: ``_on_restart_failure``, ``fail_all``).
+            self._queue.appendleft((request, waiter))
+            runner.when_ready(partial(self._release, runner))
+            if self._idle:
+                self._release(self._idle.pop())
+            return
         except TritiumError as exc:
             _fail(waiter, exc)
             runner.when_ready(partial(self._release, runner))

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Callable
 
 from tritium.core import InferRequest, InferResponse
-from tritium.core.errors import Unavailable
+from tritium.core.errors import InstanceDown, Unavailable
 
 
 class FakeRunner:
@@ -26,7 +26,7 @@ class FakeRunner:
 
     def submit(self, batch: list[InferRequest]) -> asyncio.Future[list[InferResponse]]:
         if not self.running:
-            raise Unavailable(f"instance '{self.name}' is not running")
+            raise InstanceDown(f"instance '{self.name}' is not running")
         assert not self.inflight, "a busy runner was given a second batch"
         fut: asyncio.Future[list[InferResponse]] = asyncio.get_running_loop().create_future()
         self.inflight.append((batch, fut))

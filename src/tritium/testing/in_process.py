@@ -1,7 +1,8 @@
 """The model manager and service run in a test's own process, without sockets.
 
 ``serving(repositories, models)`` loads ``models`` (none: nothing, as in explicit model
-control) and yields ``(manager, service)``; whatever happens, every model is unloaded and
+control) and yields ``(manager, service)`` (``options=LoadOptions(...)`` sets how models
+load and restart); whatever happens, every model is unloaded and
 every worker killed afterwards. ``open_fds(kind)`` counts this process's file descriptors
 whose link names ``kind`` (``memfd:tritium-arena``, ``timerfd``), for tests that check
 that nothing is left open.
@@ -23,7 +24,8 @@ from tritium.service import LoadOptions, ModelManager, Service
 async def serving(
     repositories: Iterable[Path], models: Iterable[str] = (), **service_options: Any
 ) -> AsyncIterator[tuple[ModelManager, Service]]:
-    wiring = build_service(list(repositories), LoadOptions(), **service_options)
+    options = service_options.pop("options", None) or LoadOptions()
+    wiring = build_service(list(repositories), options, **service_options)
     manager, service = wiring.manager, wiring.service
     try:
         wanted = set(models)

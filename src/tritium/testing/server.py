@@ -6,6 +6,7 @@ The server is started on port 0 and the bound port is read from its
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -164,9 +165,19 @@ class ServerProcess:
             try:
                 return self.wait(timeout)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                self._kill_group()
                 return self.wait(10)
+            except BaseException:  # interrupted while it stops: it must not outlive us
+                self._kill_group()
+                raise
         return self.wait(10)
+
+    def _kill_group(self) -> None:
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
 
     def __enter__(self) -> ServerProcess:
         return self.start()

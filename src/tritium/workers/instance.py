@@ -28,7 +28,7 @@ from typing import Any
 from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.completion import Completion
-from tritium.core.errors import Unavailable
+from tritium.core.errors import InstanceDown
 from tritium.core.statistics import ModelStatistics
 from tritium.ipc.messages import Init
 from tritium.workers.launch import WorkerDied
@@ -256,8 +256,12 @@ class ModelInstance:
     def submit(self, batch: list[InferRequest]) -> Completion[list[InferResponse]]:
         """Start ``batch`` now; see :meth:`WorkerProcess.submit`."""
         process = self.process
-        if process is None or not self._ready.is_set():
-            raise Unavailable(f"instance '{self.name}' is not running")
+        if process is None or not self._ready.is_set() or not process.alive:
+            if process is not None and not process.alive:
+                # Dead before its exit was noticed: not ready from now on, so the batch
+                # waits for the restart that the exit notice starts (``when_ready``).
+                self._ready.clear()
+            raise InstanceDown(f"instance '{self.name}' is not running")
         now = now_ns()
         rows = 0
         for request in batch:

@@ -32,6 +32,7 @@ REASONS: dict[int, str] = {
     408: "Request Timeout",
     409: "Conflict",
     413: "Payload Too Large",
+    431: "Request Header Fields Too Large",
     500: "Internal Server Error",
     501: "Not Implemented",
     503: "Service Unavailable",
