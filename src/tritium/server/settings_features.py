@@ -1,9 +1,11 @@
-"""The options of the server's features: metrics, tracing, response cache, backends."""
+"""The options of the server's features: metrics, tracing, response cache, backends, rate
+limiter."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tritium.server import settings_checks as checks
 from tritium.server.settings_field import opt
 
 
@@ -72,4 +74,26 @@ class FeatureSettings:
         "1048576), or <setting>=<value> for every backend.",
         "Backend",
         metavar="<backend>,<setting>=<value>",
+    )
+
+    # --- Rate limiter (docs/rate-limiter.md) --------------------------------------------
+    rate_limit: str = opt(
+        "off",
+        '"execution_count": an instance runs a batch only once the resources its instance '
+        "group's rate_limiter lists are free, and instances waiting for them go by priority "
+        'and by how often they ran; "off": rate_limiter settings are ignored and a batch '
+        "runs as soon as an instance is free.",
+        "Rate Limiter",
+        choices=checks.RATE_LIMIT_MODES,
+        fold_case=True,
+    )
+    rate_limit_resource: tuple[str, ...] = opt(
+        (),
+        "Copies of a resource the rate limiter hands out, as <name>:<count>[:<device>] "
+        "(without a device: on every device; a resource the models mark global has one "
+        "set of copies whatever the device). Once one is given, a resource not listed has "
+        "none and a model needing more than listed fails to load. Default: for each "
+        "resource, the most any one instance needs.",
+        "Rate Limiter",
+        metavar="<name>:<count>[:<device>]",
     )
