@@ -141,7 +141,8 @@ class LimitedRunner:
         try:
             done = self._runner.submit(batch)
         except TritiumError as exc:
-            self._finish()
+            self.holding = False
+            self._limiter.release(self)
             outcome.set_exception(exc)
             return
         for request in cancelled:
@@ -158,8 +159,10 @@ class LimitedRunner:
                 waiting[1].set_exception(error)
 
     def _completed(self, outcome: Completion[list[InferResponse]], done: BatchOutcome) -> None:
-        # Settle first: the scheduler hands this instance its next batch at once, which is
-        # staged while the resources are still held, so the release ranks it with the others.
+        # Counted, then settled: the scheduler hands this instance its next batch at once,
+        # staged (with its new rank) while the resources are still held, so the release
+        # below ranks it with the others.
+        self.executions += 1
         if done.cancelled():
             outcome.cancel()
         else:
@@ -168,10 +171,6 @@ class LimitedRunner:
                 outcome.set_exception(exc)
             else:
                 outcome.set_result(done.result())
-        self._finish()
-
-    def _finish(self) -> None:
-        self.executions += 1
         self.holding = False
         self._limiter.release(self)
 
