@@ -101,6 +101,12 @@ class LimitedRunner:
         return self._waiting is not None
 
     @property
+    def waiting_requests(self) -> int:
+        """Requests of the batch waiting here for resources (0 when none waits)."""
+        waiting = self._waiting
+        return 0 if waiting is None else len(waiting[0])
+
+    @property
     def running(self) -> bool:
         return self._runner.running
 

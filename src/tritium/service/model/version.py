@@ -93,6 +93,14 @@ class LoadedVersion:
         """Requests are queued on this version or running in one of its instances."""
         return self.scheduler.statistics().queued > 0 or any(r.busy for r in self.runners)
 
+    def pending_requests(self) -> int:
+        """Requests not started yet: queued in the scheduler, or in a batch an instance
+        holds while it waits for the rate limiter (Triton counts both as pending)."""
+        queued = self.scheduler.statistics().queued
+        if self._limiter is not None:
+            queued += sum(getattr(r, "waiting_requests", 0) for r in self.runners)
+        return queued
+
     def watch(self, on_gave_up: Callable[[ModelInstance, str], None]) -> None:
         """``on_gave_up(instance, reason)`` when an instance stops restarting."""
         for instance in self.instances:
