@@ -10,7 +10,13 @@ import pytest
 from tritium.config.rate_limiter import GroupRateLimiter, ResourceUse, group_rate_limiter
 from tritium.core import InferRequest
 from tritium.core.errors import InvalidArgument, Unavailable
-from tritium.scheduling import DefaultScheduler, LimitedRunner, RateLimiter
+from tritium.scheduling import (
+    DefaultScheduler,
+    LimitedRunner,
+    RateLimiter,
+    SequenceBatcher,
+    SequenceConfig,
+)
 from tritium.scheduling.rate_limit_resources import (
     EVERY_DEVICE,
     GLOBAL,
@@ -18,7 +24,7 @@ from tritium.scheduling.rate_limit_resources import (
     explicit_resources,
     parse_resource_option,
 )
-from tritium.testing import FakeRunner
+from tritium.testing import FakeClock, FakeRunner
 
 REFUSAL = (
     'Resource count for "R1" is limited to 1 which will prevent scheduling of one or more '
@@ -329,5 +335,33 @@ def test_an_instance_down_when_granted_fails_the_batch_and_gives_the_resources_b
             await waiting
         await held
         assert limiter.statistics().taken == {}
+
+    asyncio.run(main())
+
+
+def test_a_sequence_batch_waits_for_the_resource_of_its_slots_instance():
+    config = {
+        "name": "s",
+        "max_batch_size": 4,
+        "output": [{"name": "OUT"}],
+        "sequence_batching": {"direct": {}, "max_sequence_idle_microseconds": 1_000_000},
+    }
+
+    async def main():
+        limiter = RateLimiter(explicit_resources(("R1:1",)))
+        holder, seq = FakeRunner("holder"), FakeRunner("seq")
+        rh, rs = limiter.register([(holder, _limits(R1=1), 0), (seq, _limits(R1=1), 0)])
+        held = DefaultScheduler([rh]).submit(_req("h", 0))
+        batcher = SequenceBatcher(
+            [rs], SequenceConfig.from_config(config), clock=FakeClock(), timer=lambda *_: None
+        )
+        first = batcher.submit(InferRequest("s", id="s1", correlation_id=7, flags=1))
+        await _settle()
+        assert rs.busy and not seq.inflight  # the batch waits for R1
+        holder.finish()
+        await _settle()
+        assert seq.batches == [["s1"]]
+        seq.finish()
+        await asyncio.gather(held, first)
 
     asyncio.run(main())
