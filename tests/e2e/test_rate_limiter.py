@@ -4,7 +4,8 @@ needs the one copy of R1.
 
 A request to ``rl_hold`` with MS < 0 holds R1 until the test creates its gate file, so the
 others queue for certain (the pending-request metric says when) before it lets go: then
-the order they ran in and the absence of overlap are facts, not timings.
+the order they ran in and the absence of overlap are facts, not timings. An explicit load of
+a model needing more copies than listed answers 400 with Triton's text.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from tritium.testing import ServerProcess
 
@@ -161,3 +163,20 @@ def test_many_requests_to_models_sharing_the_resource_all_complete(
     replies = [http.async_infer(m, _inputs(0)) for m in ("rl_high", "rl_low", "rl_pipeline") * 10]
     for reply in replies:
         assert reply.get_result(timeout=WAIT_S).as_numpy("SPAN") is not None
+
+
+def test_an_explicit_load_of_a_model_needing_more_answers_400_with_tritons_text() -> None:
+    args = [
+        "--model-control-mode=explicit",
+        "--rate-limit=execution_count",
+        "--rate-limit-resource=R1:1",
+    ]
+    with ServerProcess([MODELS], args) as server:
+        with httpclient.InferenceServerClient(server.http_url) as client:
+            for model in ("rl_big", "rl_pipeline_big"):
+                with pytest.raises(InferenceServerException) as caught:
+                    client.load_model(model)
+                assert caught.value.status() == "400"
+                assert REFUSAL in caught.value.message()
+            client.load_model("rl_high")  # needs one copy: loads
+            assert client.is_model_ready("rl_high")
