@@ -101,7 +101,7 @@ def test_a_model_needing_more_than_listed_is_refused_with_tritons_reason(
     assert REFUSAL in index["rl_big"]["reason"]
     # An ensemble whose step needs more than exists fails at load: nothing can deadlock.
     assert index["rl_pipeline_big"]["state"] == "UNAVAILABLE"
-    for model in ("rl_hold", "rl_high", "rl_low", "rl_batched", "rl_pipeline"):
+    for model in ("rl_hold", "rl_high", "rl_low", "rl_batched", "rl_pipeline", "rl_bls"):
         assert index[model]["state"] == "READY", index[model]
 
 
@@ -134,23 +134,25 @@ def test_priority_1_runs_before_priority_10_and_the_wait_counts_as_queue_time(
     assert queue["ns"] - low_before["ns"] >= waited_at_least > 0
 
 
-def test_dynamic_batching_and_ensembles_wait_for_the_resource(
+def test_dynamic_batching_ensembles_and_bls_wait_for_the_resource(
     server: ServerProcess, http: httpclient.InferenceServerClient, tmp_path: Path
 ) -> None:
     before = _stats(http, "rl_batched")
     gate = _Gate(http, tmp_path)
     batched = [http.async_infer("rl_batched", _inputs(1, batched=True)) for _ in range(4)]
     pipeline = http.async_infer("rl_pipeline", _inputs(1))
+    bls = http.async_infer("rl_bls", _inputs(1))
     _wait_for(
-        lambda: _pending(server).get("rl_batched") == 4 and _pending(server).get("rl_high") == 1,
-        "the batched requests and the pipeline's first step to queue",
+        lambda: _pending(server).get("rl_batched") == 4 and _pending(server).get("rl_high") == 2,
+        "the batched requests, the pipeline's first step and the BLS call to queue",
     )
     held = gate.open()
     for reply in batched:
         span = reply.get_result(timeout=WAIT_S).as_numpy("SPAN")
         assert int(span[0][0]) >= int(held[1])
-    span = pipeline.get_result(timeout=WAIT_S).as_numpy("SPAN")
-    assert int(span[0]) >= int(held[1])
+    for reply in (pipeline, bls):
+        span = reply.get_result(timeout=WAIT_S).as_numpy("SPAN")
+        assert int(span[0]) >= int(held[1])
     after = _stats(http, "rl_batched")
     # The four queued requests could form batches while R1 was held.
     assert after["inference_count"] - before["inference_count"] == 4
