@@ -93,6 +93,8 @@ EVERY_FLAG = [
     ("--cache-config=local,size=1024", "cache_config", ("local,size=1024",)),
     ("--cache-directory=/opt/caches", "cache_directory", "/opt/caches"),
     ("--response-cache-byte-size=4096", "response_cache_byte_size", 4096),
+    ("--rate-limit=execution_count", "rate_limit", "execution_count"),
+    ("--rate-limit-resource=R1:4:0", "rate_limit_resource", ("R1:4:0",)),
     (
         "--backend-config=python,shm-default-byte-size=1048576",
         "backend_config",
@@ -344,7 +346,7 @@ def test_missing_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert "argument --http-port: expected one argument" in err
 
 
-@pytest.mark.parametrize("flag", ["--rate-limit-resource", "--host-policy", "--sagemaker-port"])
+@pytest.mark.parametrize("flag", ["--host-policy", "--sagemaker-port"])
 def test_unsupported_triton_flags_are_refused_by_name(
     capsys: pytest.CaptureFixture[str], flag: str
 ) -> None:
@@ -359,6 +361,7 @@ def test_unsupported_triton_flags_are_refused_by_name(
     [
         "--rate-limit=off",
         "--rate-limit=OFF",
+        "--rate-limit-resource=R1:4",  # without --rate-limit=execution_count: no effect
         "--allow-sagemaker=false",
         "--allow-sagemaker=0",
         "--allow-vertex-ai=false",
@@ -368,13 +371,32 @@ def test_unsupported_triton_flags_are_refused_by_name(
 )
 def test_flags_that_switch_a_feature_off_are_accepted(arg: str) -> None:
     # Issue 29: a tritonserver command line that switches off what tritium lacks keeps working.
-    assert parse(arg) == Settings(model_repository=("/models",))
+    expected = Settings(model_repository=("/models",))
+    if arg.startswith("--rate-limit-resource"):
+        expected = Settings(model_repository=("/models",), rate_limit_resource=("R1:4",))
+    assert parse(arg) == expected
+
+
+def test_rate_limit_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    settings = parse(
+        "--rate-limit=EXECUTION_COUNT",
+        "--rate-limit-resource=R1:4",
+        "--rate-limit-resource=R2:2:1",
+    )
+    assert settings.rate_limit == "execution_count"
+    assert settings.rate_limit_resource == ("R1:4", "R2:2:1")
+    err = usage_error(capsys, REPO, "--rate-limit=fastest")
+    assert "--rate-limit" in err and "execution_count" in err
+    err = usage_error(capsys, REPO, "--rate-limit-resource=R1")
+    assert (
+        "--rate-limit-resource option format is '<resource_name>:<count>:<device>' or "
+        "'<resource_name>:<count>'. Got R1" in err
+    )
 
 
 @pytest.mark.parametrize(
     ("arg", "feature"),
     [
-        ("--rate-limit=execution_count", "a rate limiter"),
         ("--allow-sagemaker=true", "the SageMaker endpoint"),
         ("--allow-sagemaker", "the SageMaker endpoint"),
         ("--allow-vertex-ai=1", "the Vertex AI endpoint"),

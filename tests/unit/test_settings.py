@@ -73,6 +73,8 @@ TRITON_DEFAULTS = {
     "cache_config": (),
     "cache_directory": "",
     "response_cache_byte_size": None,
+    "rate_limit": "off",
+    "rate_limit_resource": (),
     "backend_config": (),
     # Not Triton flags (Triton has no connection timeouts): tritium's limits.
     "http_keep_alive_timeout_secs": 75,

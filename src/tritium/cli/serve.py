@@ -27,7 +27,7 @@ DESCRIPTION = (
     "(a bare boolean flag means true); repeatable flags may be given several times."
 )
 EPILOG = (
-    "tritonserver flags for features tritium does not provide (rate limiting, "
+    "tritonserver flags for features tritium does not provide (host policies, "
     "SageMaker and Vertex AI endpoints, ...) are refused "
     "with an error rather than ignored."
 )

@@ -2,12 +2,12 @@
 
 Launch scripts written for Triton often pass flags about GPUs, C++ thread pools or
 shared-library folders. They mean nothing to tritium, so they are accepted and dropped
-with a note, and the script keeps working. Flags for features tritium lacks (rate
-limiting, ...) are refused by name instead: ignoring them would silently change what the
-deployment asked for.
+with a note, and the script keeps working. Flags for features tritium lacks (host
+policies, header forwarding, ...) are refused by name instead: ignoring them would
+silently change what the deployment asked for.
 
 A flag that only switches such a feature off (``--allow-sagemaker=false``,
-``--rate-limit=off``) asks for what tritium does anyway, so it is accepted with every value
+``--model-namespacing=false``) asks for what tritium does anyway, so it is accepted with every value
 that means off; Triton's old trace flags (``--trace-file``, ``--trace-level``, ...) are
 read as the ``--trace-config`` settings that replaced them.
 """
@@ -37,7 +37,6 @@ IGNORED_FLAGS: dict[str, str] = {
 UNSUPPORTED_FLAGS: tuple[str, ...] = (
     "--http-header-forward-pattern",
     "--grpc-header-forward-pattern",
-    "--rate-limit-resource",
     "--host-policy",
     "--sagemaker-port",
     "--sagemaker-safe-port-range",
@@ -54,7 +53,6 @@ OFF_ONLY_FLAGS: dict[str, tuple[frozenset[str], str]] = {
     "--allow-sagemaker": (_BOOL_OFF, "the SageMaker endpoint"),
     "--allow-vertex-ai": (_BOOL_OFF, "the Vertex AI endpoint"),
     "--model-namespacing": (_BOOL_OFF, "model namespacing"),
-    "--rate-limit": (frozenset({"off"}), "a rate limiter"),
 }
 
 # Triton's trace flags before --trace-config -> the --trace-config setting each one is.

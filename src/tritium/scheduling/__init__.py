@@ -9,6 +9,7 @@ from tritium.scheduling.batch_policy import (
 )
 from tritium.scheduling.default import DefaultScheduler, SchedulerStatistics
 from tritium.scheduling.dynamic import BatchCodec, DynamicBatcher, DynamicBatcherStatistics
+from tritium.scheduling.rate_limiter import LimitedRunner, RateLimiter, RateLimiterStatistics
 from tritium.scheduling.runner import BatchOutcome, Runner
 from tritium.scheduling.sequence import SequenceBatcher, SequenceBatcherStatistics
 from tritium.scheduling.sequence_config import SequenceConfig
@@ -25,8 +26,11 @@ __all__ = [
     "DefaultScheduler",
     "DynamicBatcher",
     "DynamicBatcherStatistics",
+    "LimitedRunner",
     "QueuePolicy",
     "QueuedRequest",
+    "RateLimiter",
+    "RateLimiterStatistics",
     "Runner",
     "SchedulerStatistics",
     "SequenceBatcher",

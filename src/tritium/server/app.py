@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
 from tritium.repository.scan import RepositoryError
+from tritium.scheduling import RateLimiter
 from tritium.server.devices import gpu_count
 from tritium.server.grpc_options import grpc_options
 from tritium.server.log_control import connect as connect_log_settings
@@ -100,10 +101,12 @@ def build_service(
     spinner: LoneRequestSpinner | None = None,
     table: ModelTable | None = None,
     response_store: ResponseStore | None = None,
+    rate_limiter: RateLimiter | None = None,
 ) -> Wiring:
     """Wire the service layer over the model repositories ``roots`` (see the module's
     docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
-    is a new, empty one unless given (the CPU benches give one serving a fake model)."""
+    is a new, empty one unless given (the CPU benches give one serving a fake model).
+    ``rate_limiter`` (--rate-limit=execution_count) is shared by every model's instances."""
     options = options if options is not None else LoadOptions()
     table = table if table is not None else ModelTable()
     # Polls the loop while one client request is in flight (off unless given: the server
@@ -117,7 +120,7 @@ def build_service(
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
     lone = spinner.lone if spinner.enabled else None
-    versions = VersionBuilder(options, calls=bls, lone_request=lone, response_store=response_store)
+    versions = VersionBuilder(options, bls, lone, response_store, rate_limiter)
     ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles)
     repository = RepositoryControl(manager, model_control_mode, model_code)
@@ -171,6 +174,7 @@ class Server:
                 settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
             ),
             response_store=self.response_store,
+            rate_limiter=RateLimiter.for_mode(settings.rate_limit, settings.rate_limit_resource),
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,

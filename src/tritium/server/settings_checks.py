@@ -14,6 +14,7 @@ from typing import Any
 
 from tritium.frontends.metrics.config import parse_metrics_config
 from tritium.frontends.restricted import GRPC_HEADER_PREFIX, RestrictedApis
+from tritium.scheduling.rate_limit_resources import explicit_resources
 from tritium.service.cache.config import parse_cache_config
 from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.tracing.settings import parse_trace_config
@@ -22,6 +23,7 @@ MODEL_CONTROL_MODES = ("none", "poll", "explicit")
 LOG_FORMATS = ("default", "ISO8601")
 GRPC_COMPRESSION_LEVELS = ("none", "low", "medium", "high")
 GRPC_IMPLEMENTATIONS = ("native", "grpcio")
+RATE_LIMIT_MODES = ("off", "execution_count")
 
 _NON_NEGATIVE = (
     "exit_timeout_secs",
@@ -73,6 +75,7 @@ def normalized(s: Mapping[str, Any]) -> dict[str, Any]:
         "metrics_config",
         "trace_config",
         "cache_config",
+        "rate_limit_resource",
         "http_restricted_api",
         "grpc_restricted_protocol",
     ):
@@ -82,6 +85,7 @@ def normalized(s: Mapping[str, Any]) -> dict[str, Any]:
         "model_control_mode",
         "grpc_implementation",
         "grpc_infer_response_compression_level",
+        "rate_limit",
     ):
         new[name] = s[name].lower()
     if not s["metrics_address"]:
@@ -114,6 +118,8 @@ def check(s: Mapping[str, Any]) -> None:
     parse_metrics_config(s["metrics_config"])  # raises ValueError naming the bad setting
     parse_trace_config(s["trace_config"])
     parse_cache_config(s["cache_config"], s["response_cache_byte_size"])
+    _check_choice(s, "rate_limit", RATE_LIMIT_MODES)
+    explicit_resources(s["rate_limit_resource"])
     _check_choice(s, "grpc_infer_response_compression_level", GRPC_COMPRESSION_LEVELS)
     _check_choice(s, "grpc_implementation", GRPC_IMPLEMENTATIONS)
     _check_models(s)

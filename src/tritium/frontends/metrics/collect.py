@@ -154,7 +154,7 @@ def model_families(versions: list[ServedVersion], config: MetricsConfig) -> list
         execs.add(labels, stats.execution_count)
         for family, (_, _, attr) in zip(durations, _DURATIONS):
             family.add(labels, getattr(stats, attr).ns // 1000)
-        pending.add(labels, loaded.scheduler.statistics().queued)
+        pending.add(labels, loaded.pending_requests())
     cached = [v for v in versions if v.cache is not None]
     return [success, failure, count, execs, *durations, *_cache_per_model(cached), pending]
 

@@ -85,6 +85,9 @@ class EnsembleVersion:
     def busy(self) -> bool:
         return self.scheduler.statistics().in_flight > 0
 
+    def pending_requests(self) -> int:
+        return int(self.scheduler.statistics().queued)
+
     def watch(self, on_gave_up: Callable[[ModelInstance, str], None]) -> None:
         """An ensemble has no instances of its own to give up."""
 

@@ -23,12 +23,12 @@ from tritium.core.latency_histogram import LatencyHistogram, first_response_buck
 from tritium.core.latency_summary import SummarizedStatistics
 from tritium.core.statistics import ModelStatistics
 from tritium.repository.overrides import PrivateFolder
-from tritium.scheduling import load_initial_states
+from tritium.scheduling import RateLimiter, load_initial_states
 from tritium.service.cache import ResponseStore, cache_for
 from tritium.service.lifecycle.warmup import warm_up
 from tritium.service.model.classification import Labels, read_labels
 from tritium.service.model.interface import ServedVersion
-from tritium.service.model.version import LoadedVersion, instance_specs
+from tritium.service.model.version import LoadedVersion, instance_plan
 from tritium.workers import (
     BackoffPolicy,
     CrashPolicy,
@@ -126,8 +126,11 @@ class VersionBuilder:
         calls: CallHandler | None = None,
         lone_request: Callable[[], bool] | None = None,
         response_store: ResponseStore | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
         self.options = options
+        #: The server's rate limiter (None: --rate-limit=off).
+        self.rate_limiter = rate_limiter
         #: The server's response cache (None: no cache configured).
         self.response_store = response_store
         self._starting: set[WorkerProcess] = set()
@@ -285,19 +288,37 @@ class VersionBuilder:
         restarts = RestartPolicy(
             opts.restart_backoff, opts.crash_policy, opts.restart_after_init_error
         )
-        instances = [
-            ModelInstance(spec, starter, stats, restarts) for spec in instance_specs(config)
-        ]
+        plan = instance_plan(config)
+        instances = [ModelInstance(spec, starter, stats, restarts) for spec, _ in plan]
+        limiter = self.rate_limiter
+        runners = None
+        if limiter is not None:
+            # Before any worker starts: the resources listed may not be enough (refused
+            # with Triton's reason).
+            runners = limiter.register(
+                [(i, limits, i.spec.device_id) for i, (_, limits) in zip(instances, plan)]
+            )
         results = await asyncio.gather(*(i.start() for i in instances), return_exceptions=True)
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
+            if limiter is not None and runners is not None:
+                limiter.unregister(runners)
             await asyncio.gather(*(i.stop(1.0) for i in instances))
             first = errors[0]
             if isinstance(first, TritiumError):
                 raise first
             raise Unavailable(f"failed to load model '{name}': {first}")
         loaded = LoadedVersion(
-            name, version, config, instances, stats, folder, initial_states, labels
+            name,
+            version,
+            config,
+            instances,
+            stats,
+            folder,
+            initial_states,
+            labels,
+            limiter=limiter,
+            runners=runners,
         )
         loaded.cache = cache_for(
             self.response_store,

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tritium.config.rate_limiter import GroupRateLimiter, group_rate_limiter
 from tritium.core.errors import Unavailable
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
@@ -23,6 +24,8 @@ from tritium.scheduling import (
     BatchPolicy,
     DefaultScheduler,
     DynamicBatcher,
+    RateLimiter,
+    Runner,
     SequenceBatcher,
     SequenceConfig,
 )
@@ -51,6 +54,8 @@ class LoadedVersion:
         folder: PrivateFolder | None = None,
         initial_states: dict[str, Any] | None = None,
         labels: Mapping[str, Labels] | None = None,
+        limiter: RateLimiter | None = None,
+        runners: list[Runner] | None = None,
     ) -> None:
         self.name = name
         self.stats = stats
@@ -65,7 +70,10 @@ class LoadedVersion:
         )
         self.classifier = OutputClassifier(batched, labels or {})
         self.instances = instances
-        self.scheduler = make_scheduler(config, instances, initial_states)
+        # What the scheduler drives: the instances, some wrapped by the rate limiter.
+        self.runners: list[Any] = runners if runners is not None else list(instances)
+        self._limiter = limiter
+        self.scheduler = make_scheduler(config, self.runners, initial_states)
         #: Set by the builder when the model opts in and the server has a cache.
         self.cache: VersionCache | None = None
         #: The decoupled transaction policy: responses stream, unary infer is refused.
@@ -83,7 +91,15 @@ class LoadedVersion:
 
     def busy(self) -> bool:
         """Requests are queued on this version or running in one of its instances."""
-        return self.scheduler.statistics().queued > 0 or any(i.busy for i in self.instances)
+        return self.scheduler.statistics().queued > 0 or any(r.busy for r in self.runners)
+
+    def pending_requests(self) -> int:
+        """Requests not started yet: queued in the scheduler, or in a batch an instance
+        holds while it waits for the rate limiter (Triton counts both as pending)."""
+        queued = self.scheduler.statistics().queued
+        if self._limiter is not None:
+            queued += sum(getattr(r, "waiting_requests", 0) for r in self.runners)
+        return queued
 
     def watch(self, on_gave_up: Callable[[ModelInstance, str], None]) -> None:
         """``on_gave_up(instance, reason)`` when an instance stops restarting."""
@@ -115,6 +131,8 @@ class LoadedVersion:
         text = reason or "is unloading"
         self.scheduler.fail_all(Unavailable(f"model '{self.name}' version {self.version} {text}"))
         self.scheduler.close()
+        if self._limiter is not None:
+            self._limiter.unregister(self.runners, text)
         try:
             await asyncio.gather(*(i.stop(timeout) for i in self.instances))
         finally:
@@ -132,6 +150,8 @@ class LoadedVersion:
     def kill(self) -> None:
         if self.cache is not None:
             self.cache.drop()
+        if self._limiter is not None:
+            self._limiter.unregister(self.runners)
         for instance in self.instances:
             instance.kill()
         if self._folder is not None:
@@ -152,7 +172,7 @@ async def wait_until_idle(busy: Callable[[], bool], timeout: float) -> bool:
 
 def make_scheduler(
     config: dict[str, Any],
-    instances: list[ModelInstance],
+    instances: list[Any],
     initial_states: dict[str, Any] | None = None,
 ) -> DefaultScheduler | DynamicBatcher | SequenceBatcher:
     """The sequence batcher for a stateful model, the dynamic batcher when the model asks
@@ -167,13 +187,19 @@ def make_scheduler(
 
 
 def instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:
-    specs: list[InstanceSpec] = []
+    return [spec for spec, _ in instance_plan(config)]
+
+
+def instance_plan(config: dict[str, Any]) -> list[tuple[InstanceSpec, GroupRateLimiter]]:
+    """Every instance of ``config`` with its group's rate limiter settings."""
+    specs: list[tuple[InstanceSpec, GroupRateLimiter]] = []
     for group in config.get("instance_group", ()):
+        limits = group_rate_limiter(group)
         kind = group.get("kind", "KIND_CPU").removeprefix("KIND_")
         count = int(group.get("count", 1))
         gpus = [int(g) for g in group.get("gpus", ())] if kind == "GPU" else [0]
         # Triton's order and names: every count index on every listed device.
         for c in range(count):
             for device in gpus:
-                specs.append(InstanceSpec(f"{group['name']}_{c}", kind, device))
+                specs.append((InstanceSpec(f"{group['name']}_{c}", kind, device), limits))
     return specs
