@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tritium import repository as repo
-from tritium.core.errors import InvalidArgument, NotFound, TritiumError
+from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
 from tritium.service.lifecycle.builder import (
@@ -31,6 +31,7 @@ from tritium.service.lifecycle.builder import (
 )
 from tritium.service.lifecycle.dependencies import is_ensemble, model_dependencies
 from tritium.service.lifecycle.folders import find, folder_names, scan
+from tritium.service.lifecycle.remotes import RemoteCopies
 from tritium.service.lifecycle.swap import keep_serving, swap_versions
 from tritium.service.model.entry import (
     UNAVAILABLE,
@@ -59,7 +60,8 @@ class ModelManager:
     """Loads, reloads and unloads the models of ``roots`` into ``table``.
 
     Given its builders: ``versions`` builds a model's versions in worker processes,
-    ``ensembles`` an ensemble's (chosen by the model's config)."""
+    ``ensembles`` an ensemble's (chosen by the model's config). ``remotes`` are the local
+    copies of cloud repositories among ``roots``: a load syncs the model's folder first."""
 
     def __init__(
         self,
@@ -68,8 +70,10 @@ class ModelManager:
         table: ModelTable,
         versions: VersionBuilder,
         ensembles: VersionsBuilder,
+        remotes: RemoteCopies | None = None,
     ) -> None:
         self.roots = roots
+        self.remotes = remotes if remotes is not None else RemoteCopies()
         self.options = options
         self.table = table
         self.models = table.models
@@ -128,7 +132,18 @@ class ModelManager:
         Raises InvalidArgument when the new load failed (what served before still serves):
         Triton's "load failed for model ..." text when versions failed, "failed to load
         '<name>': ..." when the model as a whole did; NotFound when it is in no repository."""
+        if override is None or not override.files:
+            await self._sync(name)
         await self._run(self._load_named(name, override, (), retry=True))
+
+    async def _sync(self, name: str) -> None:
+        """Bring the cloud copies of the folder ``name`` up to date (Unavailable if a store
+        cannot be read: what serves keeps serving)."""
+        if self.remotes:
+            try:
+                await self.remotes.sync(name)
+            except repo.RepositoryError as exc:
+                raise Unavailable(f"failed to load '{name}': {exc.message}") from None
 
     async def refresh(self, name: str) -> None:
         """Load ``name`` if its folder changed since its last load attempt (poll mode)."""
@@ -235,6 +250,7 @@ class ModelManager:
         entry = self.models.get(name)
         if entry is not None and entry.has_loaded():
             return
+        await self._sync(name)
         try:
             await self._load_named(name, None, chain, retry=True)
         except NotFound:
