@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from tritium import repository as repo
-from tritium.core.errors import InvalidArgument, NotFound, TritiumError, Unavailable
+from tritium.core.errors import InvalidArgument, NotFound, TritiumError
 from tritium.repository.fingerprint import Fingerprint, model_fingerprint
 from tritium.repository.overrides import LoadOverride, PrivateFolder, write_private_folder
 from tritium.service.lifecycle.builder import (
@@ -133,17 +133,8 @@ class ModelManager:
         Triton's "load failed for model ..." text when versions failed, "failed to load
         '<name>': ..." when the model as a whole did; NotFound when it is in no repository."""
         if override is None or not override.files:
-            await self._sync(name)
+            await self.remotes.sync_model(name)
         await self._run(self._load_named(name, override, (), retry=True))
-
-    async def _sync(self, name: str) -> None:
-        """Bring the cloud copies of the folder ``name`` up to date (Unavailable if a store
-        cannot be read: what serves keeps serving)."""
-        if self.remotes:
-            try:
-                await self.remotes.sync(name)
-            except repo.RepositoryError as exc:
-                raise Unavailable(f"failed to load '{name}': {exc.message}") from None
 
     async def refresh(self, name: str) -> None:
         """Load ``name`` if its folder changed since its last load attempt (poll mode)."""
@@ -250,7 +241,7 @@ class ModelManager:
         entry = self.models.get(name)
         if entry is not None and entry.has_loaded():
             return
-        await self._sync(name)
+        await self.remotes.sync_model(name)
         try:
             await self._load_named(name, None, chain, retry=True)
         except NotFound:

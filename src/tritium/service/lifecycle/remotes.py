@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from tritium.core.errors import Unavailable
 from tritium.repository.remote import RemoteRepository
+from tritium.repository.scan import RepositoryError
 
 
 class RemoteCopies:
@@ -31,6 +33,15 @@ class RemoteCopies:
         for remote in self.remotes:
             changed |= await loop.run_in_executor(None, remote.sync, prefix)
         return changed
+
+    async def sync_model(self, name: str) -> None:
+        """Bring the copies of the model folder ``name`` up to date before it loads;
+        Unavailable when a store cannot be read (what serves keeps serving)."""
+        if self.remotes:
+            try:
+                await self.sync(name)
+            except RepositoryError as exc:
+                raise Unavailable(f"failed to load '{name}': {exc.message}") from None
 
     def close(self) -> None:
         """Remove the temporary copies."""
