@@ -1,8 +1,11 @@
 """Deployment artifacts (deploy/): the fast checks of `make deploy-check`, in the suite.
 
-They need deploy tools (helm-python-sdk, kubernetes-validate, jsonschema, PyYAML: the
-`deploy` extra; promtool from Debian's prometheus package). A test whose tool is missing
-is skipped with the reason, printed in the summary (-ra).
+PyYAML and jsonschema are in the `test` extra, so every check that needs nothing more runs
+in `make test`: the KServe objects and the chart's custom resources against their APIs, the
+CI value sets against values.schema.json. Rendering and linting the chart needs Helm
+(helm-python-sdk, a 75 MB wheel) and Kubernetes' schemas (kubernetes-validate): the `deploy`
+extra, which `make deploy-check` installs; the rules need promtool (Debian's prometheus). A
+test whose tool is missing is skipped with the reason, printed in the summary (-ra).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ Log texts matched against ``tritonserver`` 2.51: ``loading: <model>:<version>``,
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import socket
@@ -155,9 +156,9 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     [
         ("{tmp}/missing", "model repository '{tmp}/missing' does not exist"),
         ("{tmp}/a_file", "model repository '{tmp}/a_file' is not a directory"),
-        ("s3://bucket/models", "'s3://bucket/models': cloud model repositories (s3://"),
-        ("gs://bucket/models", "'gs://bucket/models': cloud model repositories (gs://"),
-        ("as://account/container", "'as://account/container': cloud model repositories (as://"),
+        ("ftp://host/models", "model repository 'ftp://host/models': 'ftp://' locations are"),
+        ("s3://", "model repository 's3://': no bucket named"),
+        ("as://account", "model repository 'as://account': no container named"),
     ],
 )
 def test_a_wrong_model_repository_is_one_line_and_status_1(
@@ -171,8 +172,23 @@ def test_a_wrong_model_repository_is_one_line_and_status_1(
     )
     assert words.format(tmp=tmp_path) in line
     assert "s3:/bucket" not in line.replace("s3://bucket", "")  # not mangled by a Path
-    if "://" in location:
-        assert "are not supported yet" in line
+
+
+@pytest.mark.parametrize(
+    ("location", "package", "extra"),
+    [("gs://bucket/models", "gcsfs", "gcs"), ("as://account/container", "adlfs", "azure")],
+)
+def test_a_cloud_repository_without_its_extra_says_what_to_install(
+    location: str, package: str, extra: str
+) -> None:
+    if importlib.util.find_spec(package) is not None:
+        pytest.skip(f"{package} is installed here")
+    line = one_error_line(
+        run_cli(f"--model-repository={location}", "--http-port=0", "--allow-grpc=false",
+                "--allow-metrics=false")
+    )
+    assert f"model repository '{location}'" in line
+    assert f"needs the {package} package: pip install 'tritium[{extra}]'" in line
 
 
 @pytest.mark.parametrize(

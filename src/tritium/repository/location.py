@@ -1,35 +1,43 @@
-"""Where a ``--model-repository`` points: a local folder, checked before anything loads.
+"""Where a ``--model-repository`` points: a local folder, checked before anything loads,
+or a cloud store (``s3://``, ``gs://``, ``as://``) served from a local copy (``remote``).
 
-Triton also reads repositories from object stores (``s3://``, ``gs://``, ``as://``).
-tritium serves local folders only, so such a location is refused by its scheme rather
-than taken for a relative path (which ``pathlib`` would also mangle: ``s3:/bucket``).
+Any other ``scheme://`` is refused by its scheme rather than taken for a relative path
+(which ``pathlib`` would also mangle: ``s3:/bucket``).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
+from tritium.repository.cloud_url import cloud_scheme
+from tritium.repository.remote import RemoteRepository, copy_folder
 from tritium.repository.scan import RepositoryError
 
-# Triton's cloud repository schemes, with the store each one names.
-CLOUD_SCHEMES: dict[str, str] = {
-    "s3": "Amazon S3",
-    "gs": "Google Cloud Storage",
-    "as": "Azure Storage",
-}
+
+def repository_roots(texts: Sequence[str]) -> tuple[list[Path], list[RemoteRepository]]:
+    """The local folders to serve, one per location (a cloud location's is its copy's
+    folder), and the cloud locations' copies, to sync before the folders are read."""
+    schemes = Counter(cloud_scheme(t) for t in texts)
+    roots, remotes = [], []
+    for index, text in enumerate(texts):
+        scheme = cloud_scheme(text)
+        if scheme is None:
+            roots.append(Path(text))
+            continue
+        local, owned = copy_folder(text, index, schemes[scheme])
+        remotes.append(RemoteRepository(text, local, owned=owned))
+        roots.append(local)
+    return roots, remotes
 
 
 def check_location(text: str) -> Path:
-    """The local folder ``text`` names; RepositoryError (one line) when it cannot serve."""
+    """The local folder ``text`` names; RepositoryError (one line) when it cannot serve.
+    Cloud locations are checked when their copy opens (``RemoteRepository.open``)."""
     scheme, sep, _ = text.partition("://")
-    if sep and scheme.lower() in CLOUD_SCHEMES:
-        raise RepositoryError(
-            f"model repository '{text}': cloud model repositories ({scheme}://, "
-            f"{CLOUD_SCHEMES[scheme.lower()]}) are not supported yet; copy the models "
-            "to a local folder and pass that folder"
-        )
     if sep:
         raise RepositoryError(
             f"model repository '{text}': '{scheme}://' locations are not supported; "

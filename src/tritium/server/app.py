@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from tritium.core.heap import settle_heap
 from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
+from tritium.repository.location import repository_roots
 from tritium.repository.scan import RepositoryError
 from tritium.scheduling import RateLimiter
 from tritium.server.devices import gpu_count
@@ -48,6 +49,7 @@ from tritium.service.composition.bls import BlsEndpoint
 from tritium.service.composition.ensembles import EnsembleBuilder
 from tritium.service.lifecycle.builder import VersionBuilder
 from tritium.service.lifecycle.poller import RepositoryPoller
+from tritium.service.lifecycle.remotes import RemoteCopies
 from tritium.service.lifecycle.repository_api import ModelCodeControl, RepositoryControl
 from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
@@ -102,11 +104,13 @@ def build_service(
     table: ModelTable | None = None,
     response_store: ResponseStore | None = None,
     rate_limiter: RateLimiter | None = None,
+    remotes: RemoteCopies | None = None,
 ) -> Wiring:
     """Wire the service layer over the model repositories ``roots`` (see the module's
     docstring for the order). Nothing is loaded yet: call ``manager.load_all``. ``table``
     is a new, empty one unless given (the CPU benches give one serving a fake model).
-    ``rate_limiter`` (--rate-limit=execution_count) is shared by every model's instances."""
+    ``rate_limiter`` (--rate-limit=execution_count) is shared by every model's instances;
+    ``remotes`` are the copies of the cloud repositories among ``roots``."""
     options = options if options is not None else LoadOptions()
     table = table if table is not None else ModelTable()
     # Polls the loop while one client request is in flight (off unless given: the server
@@ -122,7 +126,7 @@ def build_service(
     lone = spinner.lone if spinner.enabled else None
     versions = VersionBuilder(options, bls, lone, response_store, rate_limiter)
     ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
-    manager = ModelManager(list(roots), options, table, versions, ensembles)
+    manager = ModelManager(list(roots), options, table, versions, ensembles, remotes)
     repository = RepositoryControl(manager, model_control_mode, model_code)
     service = Service(
         table,
@@ -161,8 +165,11 @@ class Server:
             fmt=settings.log_format,
         )
         self.response_store = new_store(settings.cache_config, settings.response_cache_byte_size)
+        # Cloud repositories are served from local copies, synced at start (``start``).
+        roots, remotes = repository_roots(settings.model_repository)
+        self.remotes = RemoteCopies(remotes)
         wiring = build_service(
-            [Path(p) for p in settings.model_repository],
+            roots,
             options,
             server_id=settings.id,
             strict_readiness=settings.strict_readiness,
@@ -175,6 +182,7 @@ class Server:
             ),
             response_store=self.response_store,
             rate_limiter=RateLimiter.for_mode(settings.rate_limit, settings.rate_limit_resource),
+            remotes=self.remotes,
             shared_memory=SharedMemoryRegistry(
                 limits=ShmLimits(
                     settings.client_shm_max_regions,
@@ -198,6 +206,7 @@ class Server:
         """Load models and start frontends; False when start-up must fail."""
         try:
             check_start_up(self.settings)
+            await self._copy_cloud_repositories()
         except (OSError, RepositoryError) as exc:
             log.error("%s", exc)
             return False
@@ -229,6 +238,15 @@ class Server:
         if mode == "poll":
             self.poller.start()
         return True
+
+    async def _copy_cloud_repositories(self) -> None:
+        """Copy every cloud repository into its local folder (RepositoryError, one line,
+        when a store cannot be read: bad location, bucket or credentials, missing extra)."""
+        if not self.remotes:
+            return
+        await self.remotes.sync()
+        for remote in self.remotes.remotes:
+            log.info("model repository '%s' copied to '%s'", remote.text, remote.local)
 
     async def _start_frontends(self) -> None:
         s = self.settings
@@ -314,6 +332,7 @@ class Server:
             await self.metrics.close()
         await self.service.trace_recorder.close()
         self.service.close()
+        self.remotes.close()
 
     async def abort(self) -> None:
         """Stop at once (a second signal): close every connection; workers are killed next."""

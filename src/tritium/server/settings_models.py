@@ -15,7 +15,9 @@ class ModelRepositorySettings:
     # --- Model repository ---------------------------------------------------------------
     model_repository: tuple[str, ...] = opt(
         (),
-        "Path of a model repository directory. With several repositories, a model name "
+        "Path of a model repository directory, or a cloud location served from a local "
+        "copy (s3://bucket/path, s3://host:port/bucket/path, gs://bucket/path, "
+        "as://account/container/path). With several repositories, a model name "
         "found in more than one of them is not served.",
         "Model Repository",
         aliases=("--model-store",),

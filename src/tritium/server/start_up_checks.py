@@ -11,15 +11,18 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tritium.repository.cloud_url import cloud_scheme
 from tritium.repository.location import check_location
 from tritium.server.settings import Settings
 
 
 def check_start_up(s: Settings) -> None:
-    """The files the endpoints need are readable and every repository is a local folder."""
+    """The files the endpoints need are readable and every local repository is a folder
+    (a cloud repository is checked when its copy is first synced)."""
     _check_readable_files(s)
     for location in s.model_repository:
-        check_location(location)
+        if cloud_scheme(location) is None:
+            check_location(location)
 
 
 @contextmanager

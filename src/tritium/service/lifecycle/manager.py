@@ -31,6 +31,7 @@ from tritium.service.lifecycle.builder import (
 )
 from tritium.service.lifecycle.dependencies import is_ensemble, model_dependencies
 from tritium.service.lifecycle.folders import find, folder_names, scan
+from tritium.service.lifecycle.remotes import RemoteCopies
 from tritium.service.lifecycle.swap import keep_serving, swap_versions
 from tritium.service.model.entry import (
     UNAVAILABLE,
@@ -59,7 +60,8 @@ class ModelManager:
     """Loads, reloads and unloads the models of ``roots`` into ``table``.
 
     Given its builders: ``versions`` builds a model's versions in worker processes,
-    ``ensembles`` an ensemble's (chosen by the model's config)."""
+    ``ensembles`` an ensemble's (chosen by the model's config). ``remotes`` are the local
+    copies of cloud repositories among ``roots``: a load syncs the model's folder first."""
 
     def __init__(
         self,
@@ -68,8 +70,10 @@ class ModelManager:
         table: ModelTable,
         versions: VersionBuilder,
         ensembles: VersionsBuilder,
+        remotes: RemoteCopies | None = None,
     ) -> None:
         self.roots = roots
+        self.remotes = remotes if remotes is not None else RemoteCopies()
         self.options = options
         self.table = table
         self.models = table.models
@@ -129,6 +133,8 @@ class ModelManager:
         Triton's "load failed for model ..." text when versions failed, "failed to load
         '<name>': ..." when the model as a whole did; NotFound when it is in no repository.
         The repository API puts ``failed to load '<name>'`` before any reason lacking it."""
+        if override is None or not override.files:
+            await self.remotes.sync_model(name)
         await self._run(self._load_named(name, override, (), retry=True))
 
     async def refresh(self, name: str) -> None:
@@ -238,6 +244,7 @@ class ModelManager:
         entry = self.models.get(name)
         if entry is not None and entry.has_loaded():
             return
+        await self.remotes.sync_model(name)
         try:
             await self._load_named(name, None, chain, retry=True)
         except NotFound:

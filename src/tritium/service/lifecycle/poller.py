@@ -2,7 +2,9 @@
 load added models, reload changed ones and unload removed ones.
 
 A change that fails to load leaves the version that served before serving, with the
-reason in the repository index; the folder is tried again once it changes again.
+reason in the repository index; the folder is tried again once it changes again. Cloud
+repositories' copies are synced first; a poll whose store cannot be read changes nothing
+(it would otherwise unload every model of that store) and the next one tries again.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ class RepositoryPoller:
         """One scan: unload what disappeared, then load what was added or changed."""
         models = self.models
         loop = asyncio.get_running_loop()
+        try:
+            await models.remotes.sync()
+        except repo.RepositoryError as exc:
+            log.error("failed to poll the model repository: %s", exc.message)
+            return
         try:
             sources = await loop.run_in_executor(None, repo.scan_repositories, models.roots)
         except repo.DuplicateModelError as exc:
