@@ -30,6 +30,7 @@ from tritium.backends.python.pb_utils_logger import Logger
 from tritium.backends.python.pb_utils_messages import InferenceResponse
 from tritium.backends.python.pb_utils_tensor import Tensor
 from tritium.config import ConfigError, config_from_dict
+from tritium.config.instance_devices import visible_device_index
 from tritium.config.onnx_complete import complete_onnx_config
 from tritium.core.datatypes import config_to_wire
 
@@ -52,7 +53,11 @@ class OnnxModel:
             settings = session_settings(
                 config,
                 kind=args.get("model_instance_kind", "CPU"),
-                device_id=int(args.get("model_instance_device_id", "0") or 0),
+                # The provider's device option: the instance's device as its worker
+                # sees it (tritium.device_env may have narrowed it to that one device).
+                device_id=visible_device_index(
+                    config, int(args.get("model_instance_device_id", "0") or 0)
+                ),
             )
         except SettingsError as exc:
             raise OnnxLoadError(f"model '{self.model_name}': {exc}") from None

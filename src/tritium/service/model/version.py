@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tritium.config.instance_devices import instance_devices
 from tritium.core.errors import Unavailable
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
@@ -167,13 +168,7 @@ def make_scheduler(
 
 
 def instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:
-    specs: list[InstanceSpec] = []
-    for group in config.get("instance_group", ()):
-        kind = group.get("kind", "KIND_CPU").removeprefix("KIND_")
-        count = int(group.get("count", 1))
-        gpus = [int(g) for g in group.get("gpus", ())] if kind == "GPU" else [0]
-        # Triton's order and names: every count index on every listed device.
-        for c in range(count):
-            for device in gpus:
-                specs.append(InstanceSpec(f"{group['name']}_{c}", kind, device))
-    return specs
+    """Every instance of ``config`` with its device (see ``config.instance_devices``)."""
+    return [
+        InstanceSpec(d.name, d.kind, d.device_id, d.env) for d in instance_devices(config)
+    ]
