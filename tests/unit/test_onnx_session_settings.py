@@ -99,7 +99,7 @@ def test_a_missing_accelerator_fails_with_the_extra_to_install() -> None:
         check_providers(s, ["CPUExecutionProvider"], "m")
     assert str(info.value) == (
         "model 'm' asks for execution provider OpenVINOExecutionProvider, which this "
-        "onnxruntime does not have (it has CPUExecutionProvider): pip install 'tritium[openvino]'"
+        "onnxruntime does not have (it has CPUExecutionProvider): pip install 'tritium[onnxruntime-openvino]'"
         " (onnxruntime-openvino, in place of onnxruntime)"
     )
     check_providers(s, ["OpenVINOExecutionProvider", "CPUExecutionProvider"], "m")

@@ -22,9 +22,19 @@ This module does not import onnxruntime: it produces plain values that
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from tritium.backends.core_share import core_share, instance_count, usable_cores
+
+__all__ = [
+    "SessionSettings",
+    "SettingsError",
+    "check_providers",
+    "instance_count",
+    "session_settings",
+    "usable_cores",
+]
 
 # Triton's accelerator names -> ONNX Runtime execution provider.
 ACCELERATOR_PROVIDERS: dict[str, str] = {
@@ -36,7 +46,7 @@ ACCELERATOR_PROVIDERS: dict[str, str] = {
 # The extra's package (onnxruntime-openvino) replaces onnxruntime: both install the same
 # `onnxruntime` module, so only one of the two may be installed.
 PROVIDER_EXTRAS: dict[str, str] = {
-    "OpenVINOExecutionProvider": "tritium[openvino]",
+    "OpenVINOExecutionProvider": "tritium[onnxruntime-openvino]",
 }
 _EXTRA_NOTES: dict[str, str] = {
     "OpenVINOExecutionProvider": " (onnxruntime-openvino, in place of onnxruntime)",
@@ -64,19 +74,6 @@ class SessionSettings:
     providers: tuple[tuple[str, dict[str, str]], ...] = field(default=())
 
 
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return max(os.cpu_count() or 1, 1)
-
-
-def instance_count(config: dict[str, Any]) -> int:
-    """How many instances the configuration starts (each runs its own session)."""
-    return max(sum(int(g.get("count", 1) or 1) for g in config.get("instance_group", ())), 1)
-
-
 def session_settings(
     config: dict[str, Any], *, kind: str = "CPU", device_id: int = 0, cores: int | None = None
 ) -> SessionSettings:
@@ -86,7 +83,7 @@ def session_settings(
         key: str(value.get("string_value", ""))
         for key, value in config.get("parameters", {}).items()
     }
-    share = max((cores or usable_cores()) // instance_count(config), 1)
+    share = core_share(config, cores)
     parallel = _int(params, "execution_mode", 0) == 1
     intra = _int(params, "intra_op_thread_count", 0) or share
     # Sequential execution never uses the inter-op pool; a parallel one gets a share too.
