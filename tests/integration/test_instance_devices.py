@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +20,7 @@ import pytest
 
 from tritium.core import InferRequest, InputTensor
 from tritium.core.errors import TritiumError
+from tritium.service import LoadOptions
 from tritium.testing.in_process import serving
 
 ENV = "TRITIUM_TEST_DEVICE"
@@ -44,7 +47,8 @@ class TritonPythonModel:
             "kind": args["model_instance_kind"],
             "pid": os.getpid(),
         }}
-        (seen / (args["model_instance_name"] + ".json")).write_text(json.dumps(record))
+        name = args["model_instance_name"] + "@" + self.device
+        (seen / (name + ".json")).write_text(json.dumps(record))
 
     def execute(self, requests):
         return [
@@ -104,14 +108,9 @@ def test_instances_get_device_ids_round_robin_and_the_variable_before_import(
     assert at_import == device  # the instance that answered saw its own id at import
     seen = _seen(folder)
     # Triton's instance names and order; the ids continue round robin across groups.
-    assert {name: r["device_id"] for name, r in seen.items()} == {
-        "npu_0_0": "5",
-        "npu_0_1": "7",
-        "npu_0_2": "5",
-        "npu_1_0": "7",
-    }
+    assert set(seen) == {"npu_0_0@5", "npu_0_1@7", "npu_0_2@5", "npu_1_0@7"}
     assert all(r["at_import"] == r["device_id"] for r in seen.values())
-    assert seen["npu_1_0"]["kind"] == "MODEL" and seen["npu_0_0"]["kind"] == "CPU"
+    assert seen["npu_1_0@7"]["kind"] == "MODEL" and seen["npu_0_0@5"]["kind"] == "CPU"
     assert len({r["pid"] for r in seen.values()}) == 4  # a worker per instance
     # Logged at load in Triton's words, with the variable set for the instance.
     line = "TRITONBACKEND_ModelInstanceInitialize: npu_0_1 (CPU device 7, TRITIUM_TEST_DEVICE=7)"
@@ -156,3 +155,46 @@ def test_invalid_device_parameters_fail_the_load_naming_them(
             return caught.value.message
 
     assert expected in asyncio.run(main())
+
+
+def test_a_restarted_instance_gets_its_device_again(tmp_path: Path) -> None:
+    repo = tmp_path / "models"
+    folder = _model(repo, "again", {"tritium.device_ids": "3,4", "tritium.device_env": ENV})
+
+    async def main() -> dict[str, object]:
+        async with serving([repo], {"again"}) as (_, service):
+            first = _seen(folder)["again_0_1@4"]
+            os.kill(int(first["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 60
+            while loop.time() < deadline:
+                record = _seen(folder).get("again_0_1@4", first)
+                if record["pid"] != first["pid"]:
+                    await asyncio.wait_for(service.submit(_infer("again")), 60)
+                    return record
+                await asyncio.sleep(0.05)
+            raise AssertionError("the killed instance was not started again within 60 s")
+
+    record = asyncio.run(main())
+    assert record["device_id"] == "4" and record["at_import"] == "4"
+
+
+def test_kind_gpu_instances_get_their_gpu_ids_as_in_triton(tmp_path: Path) -> None:
+    """Where GPUs exist (two, told to the loader here): each count index on each GPU."""
+    repo = tmp_path / "models"
+    folder = _model(repo, "gpu", {"tritium.device_env": ENV})
+    config = (folder / "config.pbtxt").read_text()
+    groups = "instance_group [ { kind: KIND_CPU count: 3 }, { kind: KIND_MODEL count: 1 } ]"
+    gpus = "instance_group [ { kind: KIND_GPU count: 1 gpus: [ 0, 1 ] } ]"
+    (folder / "config.pbtxt").write_text(config.replace(groups, gpus))
+
+    async def main() -> None:
+        async with serving([repo], {"gpu"}, LoadOptions(gpu_count=2)) as (_, service):
+            await asyncio.wait_for(service.submit(_infer("gpu")), 60)
+
+    asyncio.run(main())
+    # Triton names both instances of the group's count index 0 "gpu_0_0", one per GPU.
+    seen = _seen(folder)
+    assert set(seen) == {"gpu_0_0@0", "gpu_0_0@1"}
+    assert all(r["kind"] == "GPU" and r["at_import"] == r["device_id"] for r in seen.values())
+    assert len({r["pid"] for r in seen.values()}) == 2
