@@ -140,3 +140,25 @@ def visible_device_index(config: Mapping[str, Any], device_id: int) -> int:
     except DeviceParameterError:
         narrowed = False
     return 0 if narrowed else device_id
+
+
+def own_device_index(config: Mapping[str, Any], kind: str, device_id: int) -> int | None:
+    """The index a runtime opens the instance's own device by (see
+    :func:`visible_device_index`), or None when the instance has no device of its own
+    (neither ``KIND_GPU`` nor an id from ``tritium.device_ids``)."""
+    try:
+        ids = device_parameters(parameter_strings(config)).ids
+    except DeviceParameterError:
+        ids = ()
+    if kind != "GPU" and not ids:
+        return None
+    return visible_device_index(config, device_id)
+
+
+def indexed_device(name: str, index: int | None) -> str:
+    """An OpenVINO-style device name for the instance's device: a plain name other than
+    the CPU gets the index (``GPU`` -> ``GPU.1``); a name with an index, a virtual device
+    (``AUTO:GPU,CPU``) or no index at all leave it as written."""
+    if index is None or not name.isalpha() or name.upper() == "CPU":
+        return name
+    return f"{name}.{index}"

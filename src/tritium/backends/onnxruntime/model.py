@@ -28,7 +28,7 @@ from tritium.backends.onnxruntime.session import (
 from tritium.backends.onnxruntime.session_settings import SettingsError, session_settings
 from tritium.backends.python.pb_utils_logger import Logger
 from tritium.config import ConfigError, config_from_dict
-from tritium.config.instance_devices import visible_device_index
+from tritium.config.instance_devices import own_device_index, visible_device_index
 from tritium.config.onnx_complete import complete_onnx_config
 
 _BF16 = 16  # ONNX TensorProto.BFLOAT16
@@ -47,15 +47,16 @@ class OnnxModel(GraphModel):
 
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
+        kind = args.get("model_instance_kind", "CPU")
+        device_id = int(args.get("model_instance_device_id", "0") or 0)
         try:
+            # The providers' device options: the instance's device as its worker sees it
+            # (tritium.device_env may have narrowed it to that one device).
             settings = session_settings(
                 config,
-                kind=args.get("model_instance_kind", "CPU"),
-                # The provider's device option: the instance's device as its worker
-                # sees it (tritium.device_env may have narrowed it to that one device).
-                device_id=visible_device_index(
-                    config, int(args.get("model_instance_device_id", "0") or 0)
-                ),
+                kind=kind,
+                device_id=visible_device_index(config, device_id),
+                own_device=own_device_index(config, kind, device_id),
             )
         except SettingsError as exc:
             raise OnnxLoadError(f"model '{self.model_name}': {exc}") from None

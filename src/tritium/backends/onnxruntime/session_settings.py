@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tritium.backends.core_share import core_share, instance_count, usable_cores
+from tritium.config.instance_devices import indexed_device
 
 __all__ = [
     "SessionSettings",
@@ -75,10 +76,17 @@ class SessionSettings:
 
 
 def session_settings(
-    config: dict[str, Any], *, kind: str = "CPU", device_id: int = 0, cores: int | None = None
+    config: dict[str, Any],
+    *,
+    kind: str = "CPU",
+    device_id: int = 0,
+    cores: int | None = None,
+    own_device: int | None = None,
 ) -> SessionSettings:
     """The settings for one instance of ``config`` (the completed configuration as JSON)
-    of instance ``kind`` ("CPU"/"GPU"/"MODEL") on ``device_id``."""
+    of instance ``kind`` ("CPU"/"GPU"/"MODEL") on ``device_id``. ``own_device``: the
+    index of the instance's own device (``KIND_GPU`` or ``tritium.device_ids``), None
+    without one; the OpenVINO provider's plain ``device_type`` (``GPU``) gets it."""
     params = {
         key: str(value.get("string_value", ""))
         for key, value in config.get("parameters", {}).items()
@@ -109,7 +117,7 @@ def session_settings(
         graph_level=level,
         session_entries=session_entries,
         run_entries=run_entries,
-        providers=_providers(config, kind, device_id),
+        providers=_providers(config, kind, device_id, own_device),
     )
 
 
@@ -155,7 +163,7 @@ def _graph_level(config: dict[str, Any]) -> str:
 
 
 def _providers(
-    config: dict[str, Any], kind: str, device_id: int
+    config: dict[str, Any], kind: str, device_id: int, own_device: int | None = None
 ) -> tuple[tuple[str, dict[str, str]], ...]:
     accelerators = config.get("optimization", {}).get("execution_accelerators", {})
     chosen: list[tuple[str, dict[str, str]]] = []
@@ -172,6 +180,8 @@ def _providers(
             options = {str(k): str(v) for k, v in accelerator.get("parameters", {}).items()}
             if provider in ("CUDAExecutionProvider", "TensorrtExecutionProvider"):
                 options.setdefault("device_id", str(device_id))
+            elif provider == "OpenVINOExecutionProvider" and "device_type" in options:
+                options["device_type"] = indexed_device(options["device_type"], own_device)
             chosen.append((provider, options))
     if kind == "GPU" and not any(p == "CUDAExecutionProvider" for p, _ in chosen):
         chosen.append(("CUDAExecutionProvider", {"device_id": str(device_id)}))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tritium.backends.core_share import core_share
-from tritium.config.instance_devices import parameter_strings
+from tritium.config.instance_devices import indexed_device, parameter_strings
 
 DEFAULT_DEVICE = "CPU"
 _HINTS = ("LATENCY", "THROUGHPUT", "CUMULATIVE_THROUGHPUT")
@@ -53,8 +53,7 @@ def compile_settings(
     ``device_index``: the instance's own device as its worker sees it, None for none."""
     params = parameter_strings(config)
     device = params.get("TARGET_DEVICE", "").strip() or DEFAULT_DEVICE
-    if device_index is not None and device.isalpha() and device.upper() != "CPU":
-        device = f"{device}.{device_index}"
+    device = indexed_device(device, device_index)
     properties: dict[str, str] = {}
     hint = params.get("PERFORMANCE_HINT", "").strip().upper()
     if hint:

@@ -23,11 +23,7 @@ from tritium.backends.openvino.runtime import (
 )
 from tritium.backends.python.pb_utils_logger import Logger
 from tritium.config import ConfigError, config_from_dict
-from tritium.config.instance_devices import (
-    DEVICE_IDS,
-    parameter_strings,
-    visible_device_index,
-)
+from tritium.config.instance_devices import own_device_index
 from tritium.config.onnx_complete import complete_onnx_config
 
 
@@ -44,14 +40,11 @@ class OpenVinoModel(GraphModel):
 
     def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
-        own_device = args.get("model_instance_kind") == "GPU" or bool(
-            parameter_strings(config).get(DEVICE_IDS)
-        )
         device_id = int(args.get("model_instance_device_id", "0") or 0)
+        kind = args.get("model_instance_kind", "CPU")
         try:
             settings = compile_settings(
-                config,
-                device_index=visible_device_index(config, device_id) if own_device else None,
+                config, device_index=own_device_index(config, kind, device_id)
             )
         except CompileSettingsError as exc:
             raise OpenVinoLoadError(f"model '{self.model_name}': {exc}") from None
