@@ -326,7 +326,7 @@ def test_missing_accelerator_fails_the_load_instead_of_running_on_cpu(client) ->
     index = {m["name"]: m for m in client.get_model_repository_index()}
     assert index["wants_openvino"]["state"] == "UNAVAILABLE"
     reason = index["wants_openvino"]["reason"]
-    assert "OpenVINOExecutionProvider" in reason and "tritium[openvino]" in reason
+    assert "OpenVINOExecutionProvider" in reason and "tritium[onnxruntime-openvino]" in reason
 
 
 def test_concurrent_requests_are_batched_into_one_run(onnx_server, client) -> None:

@@ -79,7 +79,7 @@ async def _kill_and_wait(manager: object) -> None:
 def test_reloads_and_replaced_workers_leave_no_objects_behind(fault: str) -> None:
     async def main() -> None:
         options = LoadOptions(restart_backoff=BackoffPolicy(0.01, 0.05, 3600.0))
-        async with serving([REPO], [MODEL], options=options) as (manager, _):
+        async with serving([REPO], [MODEL], load_options=options) as (manager, _):
 
             async def cycle() -> None:
                 if fault == "reload":

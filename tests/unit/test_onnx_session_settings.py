@@ -99,7 +99,7 @@ def test_a_missing_accelerator_fails_with_the_extra_to_install() -> None:
         check_providers(s, ["CPUExecutionProvider"], "m")
     assert str(info.value) == (
         "model 'm' asks for execution provider OpenVINOExecutionProvider, which this "
-        "onnxruntime does not have (it has CPUExecutionProvider): pip install 'tritium[openvino]'"
+        "onnxruntime does not have (it has CPUExecutionProvider): pip install 'tritium[onnxruntime-openvino]'"
         " (onnxruntime-openvino, in place of onnxruntime)"
     )
     check_providers(s, ["OpenVINOExecutionProvider", "CPUExecutionProvider"], "m")
@@ -113,3 +113,25 @@ def test_gpu_instances_ask_for_cuda_on_their_device() -> None:
 def test_instance_count_sums_the_groups() -> None:
     assert instance_count({"instance_group": [{"count": 2}, {"count": 3}]}) == 5
     assert instance_count({}) == 1
+
+
+def test_the_openvino_providers_plain_device_gets_the_instances_own_device() -> None:
+    from tritium.backends.onnxruntime.session_settings import session_settings
+
+    def config(device_type: str) -> dict:
+        accelerator = {"name": "openvino", "parameters": {"device_type": device_type}}
+        return {
+            "instance_group": [{"count": 1}],
+            "optimization": {
+                "execution_accelerators": {"cpu_execution_accelerator": [accelerator]}
+            },
+        }
+
+    def device(device_type: str, own: int | None) -> str:
+        (provider,) = session_settings(config(device_type), own_device=own).providers
+        return provider[1]["device_type"]
+
+    assert device("GPU", 2) == "GPU.2"
+    assert device("GPU", None) == "GPU"  # no device of its own: as written
+    assert device("GPU.0", 2) == "GPU.0"
+    assert device("CPU", 2) == "CPU"

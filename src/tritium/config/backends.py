@@ -8,7 +8,7 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 # Backends tritium runs. Any other backend is reported the way Triton reports a backend
 # whose shared library is not installed.
-SUPPORTED_BACKENDS: frozenset[str] = frozenset({PYTHON_BACKEND, "onnxruntime"})
+SUPPORTED_BACKENDS: frozenset[str] = frozenset({PYTHON_BACKEND, "onnxruntime", "openvino"})
 
 # platform -> (backend, default model file name)
 PLATFORM_BACKENDS: dict[str, tuple[str, str]] = {

@@ -57,25 +57,30 @@ def complete_onnx_config(
     *,
     auto_complete: bool = True,
     default_max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+    backend: str = ONNXRUNTIME_BACKEND,
+    platform: str = ONNXRUNTIME_PLATFORM,
+    graph_kind: str = "ONNX",
 ) -> ModelConfig:
     """A copy of ``config`` completed from and checked against the graph's ``inputs`` and
-    ``outputs``. Raises ConfigError (phase "load") naming the first tensor at fault."""
+    ``outputs``. Raises ConfigError (phase "load") naming the first tensor at fault.
+    ``backend``/``platform`` fill the configuration's when empty (another graph backend,
+    openvino, uses the same rules; ``graph_kind`` names its models in messages)."""
     out = ModelConfig()
     out.CopyFrom(config)
     if not out.backend:
-        out.backend = ONNXRUNTIME_BACKEND
-    if not out.platform:
-        out.platform = ONNXRUNTIME_PLATFORM
+        out.backend = backend
+    if not out.platform and platform:
+        out.platform = platform
     name = out.name
     required = [t for t in inputs if not t.optional]
     if auto_complete:
         _complete_max_batch_size(out, [*required, *outputs], default_max_batch_size)
         if not out.input:
             for tensor in required:
-                _fill(out.input.add(), tensor, out.max_batch_size, name, "input")
+                _fill(out.input.add(), tensor, out.max_batch_size, name, "input", graph_kind)
         if not out.output:
             for tensor in outputs:
-                _fill(out.output.add(), tensor, out.max_batch_size, name, "output")
+                _fill(out.output.add(), tensor, out.max_batch_size, name, "output", graph_kind)
     elif out.max_batch_size > 0 and not _can_batch([*required, *outputs]):
         raise ConfigError(_no_batching(name), phase="load")
 
@@ -89,12 +94,12 @@ def complete_onnx_config(
                 f"allowed inputs are: {allowed}",
                 phase="load",
             )
-        _check(io, graph, out.max_batch_size, name, "input")
+        _check(io, graph, out.max_batch_size, name, "input", graph_kind)
     configured = {io.name for io in out.input}
     for tensor in required:
         if tensor.name not in configured:
             raise ConfigError(
-                f"input '{tensor.name}' of the ONNX model of '{name}' is missing from the "
+                f"input '{tensor.name}' of the {graph_kind} model of '{name}' is missing from the "
                 "model configuration (the model cannot run without it)",
                 phase="load",
             )
@@ -108,7 +113,7 @@ def complete_onnx_config(
                 f"allowed outputs are: {allowed}",
                 phase="load",
             )
-        _check(io, graph, out.max_batch_size, name, "output")
+        _check(io, graph, out.max_batch_size, name, "output", graph_kind)
     return out
 
 
@@ -147,9 +152,10 @@ def _fill(
     max_batch_size: int,
     model: str,
     what: str,
+    graph_kind: str = "ONNX",
 ) -> None:
     if tensor.config_type is None:
-        raise ConfigError(_unservable(tensor, model, what), phase="load")
+        raise ConfigError(_unservable(tensor, model, what, graph_kind), phase="load")
     io.name = tensor.name
     io.data_type = DataType.Value(tensor.config_type)
     dims = tensor.shape[1:] if max_batch_size > 0 else tensor.shape
@@ -162,9 +168,9 @@ def _fill(
         io.reshape.SetInParent()
 
 
-def _unservable(tensor: GraphTensor, model: str, what: str) -> str:
+def _unservable(tensor: GraphTensor, model: str, what: str, graph_kind: str) -> str:
     return (
-        f"{what} '{tensor.name}' of the ONNX model of '{model}' has type "
+        f"{what} '{tensor.name}' of the {graph_kind} model of '{model}' has type "
         f"'{tensor.onnx_type or 'unknown'}', which has no Triton data type"
     )
 
@@ -175,9 +181,10 @@ def _check(
     max_batch_size: int,
     model: str,
     what: str,
+    graph_kind: str = "ONNX",
 ) -> None:
     if tensor.config_type is None:
-        raise ConfigError(_unservable(tensor, model, what), phase="load")
+        raise ConfigError(_unservable(tensor, model, what, graph_kind), phase="load")
     configured = DataType.Name(io.data_type)
     if configured != tensor.config_type:
         raise ConfigError(

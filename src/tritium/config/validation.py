@@ -11,6 +11,7 @@ from tritonclient.grpc.model_config_pb2 import ModelConfig, ModelInstanceGroup, 
 
 from tritium.config.backends import ENSEMBLE_PLATFORM, KNOWN_BACKEND_PLATFORMS, SUPPORTED_BACKENDS
 from tritium.config.errors import ConfigError
+from tritium.config.instance_devices import device_problem
 from tritium.config.sequence_checks import sequence_problem
 from tritium.config.tensor_checks import tensor_problem
 
@@ -160,7 +161,12 @@ def _load_problem(config: ModelConfig, gpu_count: int) -> str | None:
     problem = tensor_problem(config)
     if problem is not None:
         return f"{problem} for {config.name}"
-    return _instance_group_problem(config, gpu_count)
+    problem = _instance_group_problem(config, gpu_count)
+    if problem is not None:
+        return problem
+    params = {key: value.string_value for key, value in config.parameters.items()}
+    gpu_groups = any(g.kind == ModelInstanceGroup.KIND_GPU for g in config.instance_group)
+    return device_problem(config.name, params, gpu_groups)
 
 
 def _instance_group_problem(config: ModelConfig, gpu_count: int) -> str | None:

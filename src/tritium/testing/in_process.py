@@ -22,9 +22,12 @@ from tritium.service import LoadOptions, ModelManager, Service
 
 @asynccontextmanager
 async def serving(
-    repositories: Iterable[Path], models: Iterable[str] = (), **service_options: Any
+    repositories: Iterable[Path],
+    models: Iterable[str] = (),
+    load_options: LoadOptions | None = None,
+    **service_options: Any,
 ) -> AsyncIterator[tuple[ModelManager, Service]]:
-    options = service_options.pop("options", None) or LoadOptions()
+    options = load_options if load_options is not None else LoadOptions()
     wiring = build_service(list(repositories), options, **service_options)
     manager, service = wiring.manager, wiring.service
     try:

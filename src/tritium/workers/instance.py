@@ -72,6 +72,8 @@ class InstanceSpec:
     name: str  # Triton's instance name, e.g. "add_sub_0_0"
     kind: str  # "CPU" | "GPU" | "MODEL"
     device_id: int = 0
+    #: Set in its worker's environment, on top of the server's (``tritium.device_env``).
+    env: tuple[tuple[str, str], ...] = ()
 
 
 # Starts a fresh worker for this instance: spawn, load model.py, initialize.

@@ -80,6 +80,9 @@ class WorkerProcess:
         self._lone_poll_us = lone_poll_us
         self._lone = lone if lone_poll_us else None
         self._env = env
+        #: What this worker's environment adds to the server's for its instance's device
+        #: (a started worker is given only to an instance that wants the same).
+        self.device_env: tuple[tuple[str, str], ...] = ()
         self._python = python  # the model's own interpreter (EXECUTION_ENV_PATH)
         # Requests model code makes of the server (BLS) arrive on a channel of their own.
         self._call_handler = calls

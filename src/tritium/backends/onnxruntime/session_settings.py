@@ -22,9 +22,20 @@ This module does not import onnxruntime: it produces plain values that
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
+
+from tritium.backends.core_share import core_share, instance_count, usable_cores
+from tritium.config.instance_devices import indexed_device
+
+__all__ = [
+    "SessionSettings",
+    "SettingsError",
+    "check_providers",
+    "instance_count",
+    "session_settings",
+    "usable_cores",
+]
 
 # Triton's accelerator names -> ONNX Runtime execution provider.
 ACCELERATOR_PROVIDERS: dict[str, str] = {
@@ -36,7 +47,7 @@ ACCELERATOR_PROVIDERS: dict[str, str] = {
 # The extra's package (onnxruntime-openvino) replaces onnxruntime: both install the same
 # `onnxruntime` module, so only one of the two may be installed.
 PROVIDER_EXTRAS: dict[str, str] = {
-    "OpenVINOExecutionProvider": "tritium[openvino]",
+    "OpenVINOExecutionProvider": "tritium[onnxruntime-openvino]",
 }
 _EXTRA_NOTES: dict[str, str] = {
     "OpenVINOExecutionProvider": " (onnxruntime-openvino, in place of onnxruntime)",
@@ -64,29 +75,23 @@ class SessionSettings:
     providers: tuple[tuple[str, dict[str, str]], ...] = field(default=())
 
 
-def usable_cores() -> int:
-    """Cores this process may run on."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # not on Linux
-        return max(os.cpu_count() or 1, 1)
-
-
-def instance_count(config: dict[str, Any]) -> int:
-    """How many instances the configuration starts (each runs its own session)."""
-    return max(sum(int(g.get("count", 1) or 1) for g in config.get("instance_group", ())), 1)
-
-
 def session_settings(
-    config: dict[str, Any], *, kind: str = "CPU", device_id: int = 0, cores: int | None = None
+    config: dict[str, Any],
+    *,
+    kind: str = "CPU",
+    device_id: int = 0,
+    cores: int | None = None,
+    own_device: int | None = None,
 ) -> SessionSettings:
     """The settings for one instance of ``config`` (the completed configuration as JSON)
-    of instance ``kind`` ("CPU"/"GPU"/"MODEL") on ``device_id``."""
+    of instance ``kind`` ("CPU"/"GPU"/"MODEL") on ``device_id``. ``own_device``: the
+    index of the instance's own device (``KIND_GPU`` or ``tritium.device_ids``), None
+    without one; the OpenVINO provider's plain ``device_type`` (``GPU``) gets it."""
     params = {
         key: str(value.get("string_value", ""))
         for key, value in config.get("parameters", {}).items()
     }
-    share = max((cores or usable_cores()) // instance_count(config), 1)
+    share = core_share(config, cores)
     parallel = _int(params, "execution_mode", 0) == 1
     intra = _int(params, "intra_op_thread_count", 0) or share
     # Sequential execution never uses the inter-op pool; a parallel one gets a share too.
@@ -112,7 +117,7 @@ def session_settings(
         graph_level=level,
         session_entries=session_entries,
         run_entries=run_entries,
-        providers=_providers(config, kind, device_id),
+        providers=_providers(config, kind, device_id, own_device),
     )
 
 
@@ -158,7 +163,7 @@ def _graph_level(config: dict[str, Any]) -> str:
 
 
 def _providers(
-    config: dict[str, Any], kind: str, device_id: int
+    config: dict[str, Any], kind: str, device_id: int, own_device: int | None = None
 ) -> tuple[tuple[str, dict[str, str]], ...]:
     accelerators = config.get("optimization", {}).get("execution_accelerators", {})
     chosen: list[tuple[str, dict[str, str]]] = []
@@ -175,6 +180,8 @@ def _providers(
             options = {str(k): str(v) for k, v in accelerator.get("parameters", {}).items()}
             if provider in ("CUDAExecutionProvider", "TensorrtExecutionProvider"):
                 options.setdefault("device_id", str(device_id))
+            elif provider == "OpenVINOExecutionProvider" and "device_type" in options:
+                options["device_type"] = indexed_device(options["device_type"], own_device)
             chosen.append((provider, options))
     if kind == "GPU" and not any(p == "CUDAExecutionProvider" for p, _ in chosen):
         chosen.append(("CUDAExecutionProvider", {"device_id": str(device_id)}))

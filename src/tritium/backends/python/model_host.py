@@ -64,13 +64,14 @@ class ModelHost:
 
     # -- loading ------------------------------------------------------------------------
 
-    def _serves_onnx(self, version_dir: Path) -> bool:
-        """Whether this is an ONNX model. Asked only when the config does not name the
+    def _graph_loader(self, version_dir: Path) -> Any:
+        """The loading module of the graph backend (onnxruntime, openvino) serving this
+        model, or None for a Python one. Asked only when the config does not name the
         python backend: the check imports tritium.config (and so tritonclient), which a
         model's own Python environment (EXECUTION_ENV_PATH) need not have."""
-        from tritium.backends.onnxruntime import loading as onnx_loading
+        from tritium.backends.graph_loaders import graph_loader
 
-        return onnx_loading.serves(self.config, version_dir)
+        return graph_loader(self.config, version_dir)
 
     def load(self) -> dict[str, Any] | None:
         """Import model.py; run ``auto_complete_config`` when asked. Returns the config
@@ -79,10 +80,11 @@ class ModelHost:
         pb_utils._set_model_dir(str(self.model_dir / self.version))
         apply_startup_settings(self.spec.log_verbose, str(self.model_dir.parent))
         version_dir = self.model_dir / self.version
-        if self.config.get("backend") != "python" and self._serves_onnx(version_dir):
-            from tritium.backends.onnxruntime import loading as onnx_loading
-
-            self.model_class, self.config = onnx_loading.load(
+        loader = None
+        if self.config.get("backend") != "python":
+            loader = self._graph_loader(version_dir)
+        if loader is not None:
+            self.model_class, self.config = loader.load(
                 self.model_name,
                 self.version,
                 self.config,

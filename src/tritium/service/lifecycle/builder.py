@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,12 @@ from typing import Any, Protocol
 
 from tritium import config as cfg
 from tritium import repository as repo
+from tritium.config.instance_devices import (
+    DeviceParameterError,
+    InstanceDevice,
+    describe,
+    instance_devices,
+)
 from tritium.core.clock import now_ns
 from tritium.core.errors import TritiumError, Unavailable
 from tritium.core.latency_histogram import LatencyHistogram, first_response_buckets
@@ -170,7 +177,10 @@ class VersionBuilder:
         newest = max(selection.selected)
         # The model's own Python environment, unpacked and checked before any worker starts.
         python = await loop.run_in_executor(None, prepare, model_dir, cfg.config_to_json(pb))
-        first = self._new_process(f"{name}:{newest}", python)
+        # The first worker becomes the first instance: it imports model.py in that
+        # instance's device environment (``tritium.device_env``).
+        first_env = _first_instance_env(pb, name, self.options.gpu_count)
+        first = self._new_process(f"{name}:{newest}", python, first_env)
         try:
             await first.spawn()
             spec = _load_spec(name, model_dir, newest, cfg.config_to_json(pb), self.options)
@@ -213,15 +223,22 @@ class VersionBuilder:
                 await self._discard(process)
         return built
 
-    def _new_process(self, label: str, python: WorkerPython | None = None) -> WorkerProcess:
+    def _new_process(
+        self,
+        label: str,
+        python: WorkerPython | None = None,
+        env: tuple[tuple[str, str], ...] = (),
+    ) -> WorkerProcess:
         process = WorkerProcess(
             label,
+            env={**os.environ, **dict(env)} if env else None,
             python=python,
             calls=self.call_handler,
             poll_us=self.options.worker_poll_us,
             lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
             lone=self.lone_request,
         )
+        process.device_env = env
         self._starting.add(process)
         return process
 
@@ -256,14 +273,16 @@ class VersionBuilder:
 
         async def starter(instance: ModelInstance) -> WorkerProcess:
             process: WorkerProcess | None = None
+            spec = instance.spec
             if spare and spare[0].label == label and spare[0].alive:
-                process = spare.pop()
+                if spare[0].device_env == spec.env:
+                    process = spare.pop()
             try:
                 if process is None:
-                    process = self._new_process(label, python)
+                    process = self._new_process(label, python, spec.env)
                     await process.spawn()
-                    spec = _load_spec(name, model_dir, version, config, self.options)
-                    await self._timed(process.load(spec, timeout), label, "load")
+                    load = _load_spec(name, model_dir, version, config, self.options)
+                    await self._timed(process.load(load, timeout), label, "load")
                 await self._timed(
                     process.initialize(instance.init_message(config), timeout),
                     instance.name,
@@ -276,6 +295,11 @@ class VersionBuilder:
             self._starting.discard(process)
             # From now on it is this instance: its messages name it as every other does.
             process.label = instance.name
+            # Triton's instance-initialize line, with the environment tritium set for it.
+            log.info(
+                "TRITONBACKEND_ModelInstanceInitialize: %s",
+                describe(InstanceDevice(spec.name, spec.kind, spec.device_id, spec.env)),
+            )
             return process
 
         initial_states = None
@@ -337,6 +361,18 @@ class VersionBuilder:
         for process in list(self._starting):
             process.kill()
         self._starting.clear()
+
+
+def _first_instance_env(pb: Any, name: str, gpu_count: int) -> tuple[tuple[str, str], ...]:
+    """The device environment of the model's first instance, from its configuration as
+    read (instance groups defaulted); () when it has none or the parameters are invalid
+    (validation reports them after auto-complete)."""
+    try:
+        completed = cfg.complete_config(pb, name, gpu_count=gpu_count)
+        instances = instance_devices(cfg.config_to_json(completed))
+    except (DeviceParameterError, ValueError, KeyError):
+        return ()
+    return instances[0].env if instances else ()
 
 
 def _named(pb: Any, name: str) -> Any:

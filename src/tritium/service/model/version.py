@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tritium.config.instance_devices import instance_devices
 from tritium.config.rate_limiter import GroupRateLimiter, group_rate_limiter
 from tritium.core.errors import Unavailable
 from tritium.core.latency_histogram import LatencyHistogram
@@ -191,15 +192,10 @@ def instance_specs(config: dict[str, Any]) -> list[InstanceSpec]:
 
 
 def instance_plan(config: dict[str, Any]) -> list[tuple[InstanceSpec, GroupRateLimiter]]:
-    """Every instance of ``config`` with its group's rate limiter settings."""
-    specs: list[tuple[InstanceSpec, GroupRateLimiter]] = []
-    for group in config.get("instance_group", ()):
-        limits = group_rate_limiter(group)
-        kind = group.get("kind", "KIND_CPU").removeprefix("KIND_")
-        count = int(group.get("count", 1))
-        gpus = [int(g) for g in group.get("gpus", ())] if kind == "GPU" else [0]
-        # Triton's order and names: every count index on every listed device.
-        for c in range(count):
-            for device in gpus:
-                specs.append((InstanceSpec(f"{group['name']}_{c}", kind, device), limits))
-    return specs
+    """Every instance of ``config`` with its device (see ``config.instance_devices``) and
+    its group's rate limiter settings."""
+    limits = [group_rate_limiter(group) for group in config.get("instance_group", ())]
+    return [
+        (InstanceSpec(d.name, d.kind, d.device_id, d.env), limits[d.group])
+        for d in instance_devices(config)
+    ]
