@@ -25,6 +25,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     SplitMessage,
     encode_infer_response_bytes,
     encode_infer_response_split,
+    hit_response_split,
     stream_response_bytes,
     stream_response_split,
 )
@@ -69,9 +70,16 @@ def _submit_unary(service: ServiceApi, request: Any, trace: dict[str, str] | Non
         raise DecoupledRefused(DECOUPLED_REFUSED) from exc
 
 
-def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
+def _finish_infer(
+    request_id: str, response: InferResponse
+) -> service_pb2.ModelInferResponse | bytes:
     if response.error is not None:
         raise response.error
+    forms = response.encoded_forms
+    if forms is not None:
+        # A response-cache hit: the bytes of an earlier one (transports send bytes as is).
+        hit = hit_response_split(forms, response, request_id)
+        return hit if type(hit) is bytes else hit.joined()  # type: ignore[union-attr]
     return encode_infer_response(response, request_id)
 
 
@@ -94,6 +102,9 @@ def begin_infer(
 def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes | SplitMessage:
     if response.error is not None:
         raise response.error
+    forms = response.encoded_forms
+    if forms is not None:
+        return hit_response_split(forms, response, request_id)
     return encode_infer_response_split(response, request_id)
 
 
@@ -267,7 +278,7 @@ class InferStream:
             if response.error is not None:
                 raise response.error
             reply: Any = stream_response_split(
-                encode_infer_response_split(response, request.id), FINAL_RESPONSE_FIELD[True]
+                _finish_infer_bytes(request.id, response), FINAL_RESPONSE_FIELD[True]
             )
         except Exception as exc:
             reply = _stream_failure(request, exc)
