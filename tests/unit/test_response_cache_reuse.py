@@ -291,3 +291,15 @@ def test_shared_memory_and_classification_hits_reuse_nothing() -> None:
     request = _grpc_request("1", None)
     request.shared_memory = True
     assert cache.submit(request, _executed).result().encoded_forms is None
+
+
+def test_grpc_hit_with_parameters_is_serialised_by_protobuf() -> None:
+    cache = _cache()
+    cache.submit(_grpc_request("p", None), _executed)
+    request = _grpc_request("p", None)
+    response = _settled(request, cache.submit(request, _executed))
+    response.parameters = {"note": "x"}  # not what a kept response carries: no reuse
+    native = _finish_infer_bytes("p", response)
+    message = service_pb2.ModelInferResponse.FromString(native)  # type: ignore[arg-type]
+    assert message.id == "p" and message.parameters["note"].string_param == "x"
+    assert response.encoded_forms is not None and response.encoded_forms.encoded(("grpc", "OUT", "RUN")) is None

@@ -81,7 +81,10 @@ def encode_infer_response_split(
     response: InferResponse, request_id: str = ""
 ) -> bytes | SplitMessage:
     """:func:`encode_infer_response_bytes`, but a response with :data:`SPLIT_BYTES` or
-    more of raw contents is returned in its parts, not joined."""
+    more of raw contents is returned in its parts, not joined. A response-cache hit
+    reuses an earlier hit's bytes (:func:`hit_response_split`)."""
+    if response.encoded_forms is not None:
+        return hit_response_split(response.encoded_forms, response, request_id)
     parts, raw = _response_parts(response, response.id or request_id)
     if type(parts) is bytes:
         return parts
@@ -165,8 +168,9 @@ def hit_response_split(
     kept = forms.encoded(key)
     if kept is None:
         parts, _ = _response_parts(response, "")
-        if not isinstance(parts, list):  # with parameters: not a plain kept response
-            return encode_infer_response_split(response, request_id)
+        if not isinstance(parts, list):  # with parameters: serialised by protobuf, not kept
+            parts, _ = _response_parts(response, response.id or request_id)
+            return parts  # type: ignore[return-value]  # not a list: bytes
         head: bytes = parts[0]
         kept = (head, b"".join(parts[1:]))
         forms.keep_encoded(key, kept, len(head) + len(kept[1]))
@@ -179,6 +183,14 @@ def hit_response_split(
     if len(tail) >= SPLIT_BYTES:
         return SplitMessage([head, id_field, tail])
     return b"".join((head, id_field, tail))
+
+
+def hit_response_bytes(
+    forms: EncodedForms, response: InferResponse, request_id: str = ""
+) -> bytes:
+    """:func:`hit_response_split`, joined."""
+    hit = hit_response_split(forms, response, request_id)
+    return hit.joined() if type(hit) is SplitMessage else hit  # type: ignore[return-value]
 
 
 #: ``ModelInferResponse`` fields holding only ``triton_final_response`` = key, appended to
