@@ -8,6 +8,7 @@ once, an ensemble is answered at the top level, and a reload drops the version's
 
 from __future__ import annotations
 
+import http.client as http_client
 import json
 import urllib.request
 from collections.abc import Iterator
@@ -185,6 +186,92 @@ def test_metrics(server: ServerProcess, http: httpclient.InferenceServerClient) 
     assert "nv_cache_miss_duration_per_model" + labels in after
     # Per-model cache families only for models with the cache on.
     assert 'nv_cache_num_hits_per_model{model="add_sub",version="1"}' not in after
+
+
+def _raw_http(server: ServerProcess, body: bytes, header_length: int | None) -> tuple:
+    """(status, Inference-Header-Content-Length, body) of one POST, as bytes on the wire."""
+    connection = http_client.HTTPConnection(server.http_url, timeout=30)
+    headers = {"Content-Type": "application/octet-stream"}
+    if header_length is not None:
+        headers["Inference-Header-Content-Length"] = str(header_length)
+    try:
+        connection.request("POST", "/v2/models/cached_sleeper/infer", body, headers)
+        reply = connection.getresponse()
+        return reply.status, reply.getheader("Inference-Header-Content-Length"), reply.read()
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("outputs", [None, ["OUT"], ["RUN", "OUT"]])
+def test_hits_answer_the_bytes_of_the_miss_over_http(
+    server: ServerProcess, binary: bool, outputs: list[str] | None
+) -> None:
+    # Values of this test alone: the first request is the miss.
+    data = [float(len(outputs or ())), 505.5 + binary]
+    doc: dict[str, Any] = {
+        "id": "first",
+        "inputs": [
+            {"name": "MS", "datatype": "INT32", "shape": [1], "data": [0]},
+            {"name": "DATA", "datatype": "FP32", "shape": [2], "data": data},
+        ],
+    }
+    if binary:
+        doc["parameters"] = {"binary_data_output": True}
+    if outputs is not None:
+        doc["outputs"] = [{"name": name} for name in outputs]
+    miss = _raw_http(server, json.dumps(doc).encode(), None)
+    assert miss[0] == 200
+    for _ in range(2):  # the first hit encodes, the next reuses
+        assert _raw_http(server, json.dumps(doc).encode(), None) == miss
+    doc["id"] = "a-second-id"
+    status, length, body = _raw_http(server, json.dumps(doc).encode(), None)
+    assert status == 200
+    assert body == miss[2].replace(b'"id":"first"', b'"id":"a-second-id"', 1)
+    if miss[1] is None:  # outputs named without binary_data: JSON whatever the default
+        assert length is None
+    else:
+        assert int(length) == int(miss[1]) + len("a-second-id") - len("first")
+    del doc["id"]
+    status, length, body = _raw_http(server, json.dumps(doc).encode(), None)
+    assert body == miss[2].replace(b'"id":"first",', b"", 1)
+
+
+def test_hits_answer_the_bytes_of_the_miss_over_grpc(server: ServerProcess) -> None:
+    _check_grpc_hit_bytes(server.grpc_url)
+
+
+def test_hits_answer_the_bytes_of_the_miss_over_grpcio() -> None:
+    args = [
+        "--model-control-mode=explicit",
+        "--load-model=cached_sleeper",
+        "--cache-config=local,size=1048576",
+        "--grpc-implementation=grpcio",
+    ]
+    with ServerProcess([TEST_MODELS], args, grpc=True) as grpcio_server:
+        _check_grpc_hit_bytes(grpcio_server.grpc_url)
+
+
+def _check_grpc_hit_bytes(url: str) -> None:
+    import grpc as grpc_lib
+    from tritonclient.grpc import service_pb2
+
+    request = service_pb2.ModelInferRequest(model_name="cached_sleeper", id="g1")
+    for name, datatype, array in (
+        ("MS", "INT32", np.array([0], np.int32)),
+        ("DATA", "FP32", np.array([606.5, 1.0], np.float32)),
+    ):
+        request.inputs.add(name=name, datatype=datatype, shape=list(array.shape))
+        request.raw_input_contents.append(array.tobytes())
+    with grpc_lib.insecure_channel(url) as channel:
+        call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+        miss = call(request.SerializeToString(), timeout=30)
+        assert call(request.SerializeToString(), timeout=30) == miss
+        assert call(request.SerializeToString(), timeout=30) == miss
+        request.id = ""
+        expected = service_pb2.ModelInferResponse.FromString(miss)
+        expected.id = ""
+        assert call(request.SerializeToString(), timeout=30) == expected.SerializeToString()
 
 
 def test_reload_drops_the_versions_entries(

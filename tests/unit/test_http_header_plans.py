@@ -159,3 +159,40 @@ def test_json_data_requests_are_still_not_planned():
     ).encode()
     decode_infer_request("add_sub", "", header, len(header))
     assert infer_decode._PLANS.get(header) is None
+
+
+def _compact(request_id: str | None, values: np.ndarray, extra: str = "") -> tuple[bytes, int]:
+    spec = {"name": "IN", "datatype": "FP32", "shape": [values.size],
+            "parameters": {"binary_data_size": values.nbytes}}
+    doc = '{"inputs":[' + json.dumps(spec, separators=(",", ":")) + "]" + extra + "}"
+    if request_id is not None:
+        doc = '{"id":"' + request_id + '",' + doc[1:]
+    header = doc.encode()
+    return header + values.tobytes(), len(header)
+
+
+def test_numbered_requests_share_one_plan_and_keep_their_ids():
+    # perf_analyzer numbers its requests: a leading id must not defeat the plan.
+    values = np.array([5, 6], np.float32)
+    decoded = []
+    for request_id in ("ida-1", "ida-2", None, "ida-3", "caf\u00e9"):
+        body, n = _compact(request_id, values, ',"outputs":[{"name":"ida"}]')
+        decoded.append(decode_infer_request("m", "", body, n)[0])
+    assert [r.id for r in decoded] == ["ida-1", "ida-2", "", "ida-3", "caf\u00e9"]
+    plans = {id(r.layout_key) for r in decoded[1:]}
+    assert len(plans) == 1 and decoded[1].layout_key is not None
+    for request in decoded:
+        np.testing.assert_array_equal(request.inputs[0].data, values)
+
+
+def test_ids_that_are_not_plain_strings_decode_exactly():
+    values = np.array([1], np.float32)
+    for request_id, expected in (('a\\"b', 'a"b'), ("t\\u0041b", "tAb")):
+        for _ in range(2):
+            body, n = _compact(request_id, values, ',"outputs":[{"name":"esc"}]')
+            assert decode_infer_request("m", "", body, n)[0].id == expected
+    # A second "id" member wins, as in the JSON parser.
+    header = b'{"id":"one","id":"two","inputs":[{"name":"IN","datatype":"FP32","shape":[1],"parameters":{"binary_data_size":4}}],"outputs":[{"name":"dup"}]}'
+    for _ in range(3):
+        request, _ = decode_infer_request("m", "", header + values.tobytes(), len(header))
+        assert request.id == "two"

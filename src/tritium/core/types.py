@@ -10,8 +10,9 @@ so as a :class:`~tritium.core.datatypes.PackedBytes`, which answers like an obje
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -100,6 +101,21 @@ class InferRequest:
     movable_inputs: ClassVar[tuple[bool, ...]] = ()
 
 
+class EncodedForms(Protocol):
+    """Where a frontend keeps the encoded bytes of a response it will send again: the
+    response cache's entry behind a hit. Keys are the frontend's own (protocol, requested
+    outputs, encoding options); the values are opaque to everyone else."""
+
+    def encoded(self, key: Hashable) -> Any:
+        """The value kept under ``key``, else None."""
+        ...
+
+    def keep_encoded(self, key: Hashable, value: Any, nbytes: int) -> bool:
+        """Keep ``value`` (``nbytes`` bytes, counted against the cache's size) under
+        ``key``; False when it is not kept (no room, or the entry is gone)."""
+        ...
+
+
 @dataclass(slots=True)
 class InferResponse:
     model_name: str
@@ -108,6 +124,10 @@ class InferResponse:
     outputs: list[OutputTensor] = field(default_factory=list)
     parameters: Parameters = field(default_factory=dict)
     error: TritiumError | None = None
+    # Set by the response cache on a hit whose outputs are the entry's (no shared memory,
+    # no classification): a frontend encodes such a response once per form and reuses
+    # the bytes for the next hits, splicing in only the id.
+    encoded_forms: EncodedForms | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     SplitMessage,
     encode_infer_response_bytes,
     encode_infer_response_split,
+    hit_response_bytes,
     stream_response_bytes,
     stream_response_split,
 )
@@ -69,9 +70,11 @@ def _submit_unary(service: ServiceApi, request: Any, trace: dict[str, str] | Non
         raise DecoupledRefused(DECOUPLED_REFUSED) from exc
 
 
-def _finish_infer(request_id: str, response: InferResponse) -> service_pb2.ModelInferResponse:
+def _finish_infer(request_id: str, response: InferResponse) -> Any:
     if response.error is not None:
         raise response.error
+    if response.encoded_forms is not None:  # a cache hit: bytes, which transports send as is
+        return hit_response_bytes(response.encoded_forms, response, request_id)
     return encode_infer_response(response, request_id)
 
 
@@ -263,11 +266,8 @@ class InferStream:
         if self.closed or done.cancelled():
             return
         try:
-            response = done.result()
-            if response.error is not None:
-                raise response.error
             reply: Any = stream_response_split(
-                encode_infer_response_split(response, request.id), FINAL_RESPONSE_FIELD[True]
+                _finish_infer_bytes(request.id, done.result()), FINAL_RESPONSE_FIELD[True]
             )
         except Exception as exc:
             reply = _stream_failure(request, exc)

@@ -7,7 +7,8 @@ version, output names, types and shapes: they are serialised once (by protobuf) 
 reused, and only the id and the raw contents are spliced in per response. The result is
 byte for byte what :func:`~tritium.frontends.grpc.infer_codec.encode_infer_response`
 followed by ``SerializeToString`` gives, which stays the path for responses with
-parameters.
+parameters. A response-cache hit reuses the whole serialised response of an earlier hit
+(:func:`hit_response_split`), splicing in only its id.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from tritonclient.grpc import service_pb2
 
 from tritium.core import datatypes
-from tritium.core.types import InferResponse
+from tritium.core.types import EncodedForms, InferResponse
 from tritium.frontends.grpc.infer_codec import encode_infer_response, raw_output_bytes
 
 _RAW_OUTPUT_TAG = b"\x32"  # ModelInferResponse.raw_output_contents (field 6, the last)
@@ -26,6 +27,7 @@ _INFER_RESPONSE_TAG = b"\x12"  # ModelStreamInferResponse.infer_response (field 
 _SKELETONS_LIMIT = 256
 _ID_TAG = b"\x1a"  # ModelInferResponse.id (field 3)
 _skeletons: dict[tuple, tuple[bytes, bytes]] = {}
+_FORM = "grpc"  # this frontend's keys among a cached response's encoded forms
 
 
 def _varint(value: int) -> bytes:
@@ -79,8 +81,11 @@ def encode_infer_response_split(
     response: InferResponse, request_id: str = ""
 ) -> bytes | SplitMessage:
     """:func:`encode_infer_response_bytes`, but a response with :data:`SPLIT_BYTES` or
-    more of raw contents is returned in its parts, not joined."""
-    parts, raw = _response_parts(response, request_id)
+    more of raw contents is returned in its parts, not joined. A response-cache hit
+    reuses an earlier hit's bytes (:func:`hit_response_split`)."""
+    if response.encoded_forms is not None:
+        return hit_response_split(response.encoded_forms, response, request_id)
+    parts, raw = _response_parts(response, response.id or request_id)
     if type(parts) is bytes:
         return parts
     # Not bytes: a list of parts.
@@ -93,22 +98,23 @@ def encode_infer_response_bytes(response: InferResponse, request_id: str = "") -
     descriptions are serialised once per distinct (model, version, output names, types,
     shapes) and reused; the id and the raw contents are spliced in. Responses with
     parameters are serialised through protobuf."""
-    parts, _ = _response_parts(response, request_id)
+    parts, _ = _response_parts(response, response.id or request_id)
     return parts if type(parts) is bytes else b"".join(parts)  # type: ignore[arg-type]  # parts
 
 
-def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | list[Any], int]:
-    """The serialised response as its parts in order, or whole bytes when protobuf
-    serialised it (responses with parameters); and the bytes of its raw contents."""
+def _response_parts(response: InferResponse, response_id: str) -> tuple[bytes | list[Any], int]:
+    """The serialised response, with ``response_id`` as its id, as its parts in order (the
+    model fields first), or whole bytes when protobuf serialised it (responses with
+    parameters); and the bytes of its raw contents."""
     outputs = response.outputs
     if len(outputs) == 1:  # the usual case, keyed without a tuple per output
         out = outputs[0]
         if response.parameters or out.parameters:
-            return encode_infer_response(response, request_id).SerializeToString(), 0
+            return encode_infer_response(response, response_id).SerializeToString(), 0
         key: tuple = (response.model_name, response.model_version, out.name, out.datatype, out.shape)
     else:
         if response.parameters or any(out.parameters for out in outputs):
-            return encode_infer_response(response, request_id).SerializeToString(), 0
+            return encode_infer_response(response, response_id).SerializeToString(), 0
         key = (
             response.model_name,
             response.model_version,
@@ -128,7 +134,6 @@ def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | l
         if len(_skeletons) >= _SKELETONS_LIMIT:
             _skeletons.clear()
         _skeletons[key] = skeleton
-    response_id = response.id or request_id
     if response_id:
         encoded = response_id.encode()
         parts: list[Any] = [skeleton[0], _ID_TAG + _varint(len(encoded)), encoded, skeleton[1]]
@@ -144,6 +149,48 @@ def _response_parts(response: InferResponse, request_id: str) -> tuple[bytes | l
         parts.append(data)
         raw += size
     return parts, raw
+
+
+def hit_response_split(
+    forms: EncodedForms, response: InferResponse, request_id: str = ""
+) -> bytes | SplitMessage:
+    """:func:`encode_infer_response_split` of a response-cache hit (its entry: ``forms``).
+
+    The response is serialised once per set of outputs returned, without its id, as the
+    model fields and the rest, kept with the entry; each hit splices its id field between
+    the two, where the serialiser puts it (field 3 after fields 1 and 2): the bytes a miss
+    gives."""
+    outputs = response.outputs
+    if len(outputs) == 1:
+        key: tuple = (_FORM, outputs[0].name)
+    else:
+        key = (_FORM, *[out.name for out in outputs])
+    kept = forms.encoded(key)
+    if kept is None:
+        parts, _ = _response_parts(response, "")
+        if not isinstance(parts, list):  # with parameters: serialised by protobuf, not kept
+            parts, _ = _response_parts(response, response.id or request_id)
+            return parts  # type: ignore[return-value]  # not a list: bytes
+        head: bytes = parts[0]
+        kept = (head, b"".join(parts[1:]))
+        forms.keep_encoded(key, kept, len(head) + len(kept[1]))
+    head, tail = kept
+    response_id = response.id or request_id
+    if not response_id:
+        return SplitMessage([head, tail]) if len(tail) >= SPLIT_BYTES else head + tail
+    encoded = response_id.encode()
+    id_field = _ID_TAG + _varint(len(encoded)) + encoded
+    if len(tail) >= SPLIT_BYTES:
+        return SplitMessage([head, id_field, tail])
+    return b"".join((head, id_field, tail))
+
+
+def hit_response_bytes(
+    forms: EncodedForms, response: InferResponse, request_id: str = ""
+) -> bytes:
+    """:func:`hit_response_split`, joined."""
+    hit = hit_response_split(forms, response, request_id)
+    return hit.joined() if type(hit) is SplitMessage else hit  # type: ignore[return-value]
 
 
 #: ``ModelInferResponse`` fields holding only ``triton_final_response`` = key, appended to

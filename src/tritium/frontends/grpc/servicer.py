@@ -204,7 +204,8 @@ def _logged(method: Method, call: Callable) -> Callable:
 
 
 def _serialize(message: Any) -> bytes:
-    return message.SerializeToString()
+    # Infer responses may come serialised already (response-cache hits reuse bytes).
+    return message if type(message) is bytes else message.SerializeToString()
 
 
 def _rpc_handler(

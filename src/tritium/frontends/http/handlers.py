@@ -23,6 +23,7 @@ from tritium.core.errors import (
     Unsupported,
 )
 from tritium.core.trace_context import TRACEPARENT, propagated
+from tritium.core.types import EncodedForms, InferResponse
 from tritium.frontends.http.compression import (
     compress,
     decompress,
@@ -49,6 +50,7 @@ from tritium.frontends.http.observability import ObservabilityRoutes
 from tritium.frontends.http.output_prefs import OutputPrefs
 from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.repository_routes import RepositoryRoutes
+from tritium.frontends.http.reused_bodies import Body, form_key, keep_body, reused_body
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.shared_memory_routes import SharedMemoryRoutes
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
@@ -202,15 +204,11 @@ class KServeRoutes:
             done = service.submit(infer_request)
         except Exception as exc:
             return _infer_error(exc)
-        return DeferredResponse(
-            done,
-            partial(
-                self._encode,
-                infer_request.id,
-                prefs,
-                request.headers.get("accept-encoding"),
-            ),
-        )
+        accept = request.headers.get("accept-encoding")
+        if done.done() and not done.cancelled():
+            # Answered already (a response-cache hit): no deferral, no callbacks.
+            return self._encode(infer_request.id, prefs, accept, done)
+        return DeferredResponse(done, partial(self._encode, infer_request.id, prefs, accept))
 
     async def _infer_off_loop(
         self, request: HttpRequest, model: str, version: str, compressed: str | None
@@ -273,9 +271,15 @@ class KServeRoutes:
             response = done.result()
             if response.error is not None:
                 raise response.error
-            chunks, json_length = encode_infer_response(
-                response, prefs, request_id=request_id, on_loop=not compress_here
-            )
+            forms = response.encoded_forms
+            if forms is None:
+                chunks, json_length = encode_infer_response(
+                    response, prefs, request_id=request_id, on_loop=not compress_here
+                )
+            else:
+                chunks, json_length = _hit_body(
+                    forms, response, prefs, response.id or request_id, compress_here
+                )
         except BigJsonOutput:
             # A small request with a huge JSON answer: its text is written on a thread.
             # On a thread, with compress_here: always a response, never an awaitable.
@@ -299,6 +303,21 @@ class KServeRoutes:
                     return _compressed_off_loop(body, chosen, content_type, headers)
                 chunks = [compress(body, chosen)]
         return HttpResponse(200, chunks, content_type, headers or None)
+
+
+def _hit_body(
+    forms: EncodedForms, response: InferResponse, prefs: OutputPrefs, rid: str, threaded: bool
+) -> Body:
+    """The body of a response-cache hit: an earlier hit's bytes in the same form, else
+    encoded now and kept for the next ones (kept only on the event loop, which owns the
+    cache)."""
+    key = form_key(response, prefs)
+    body = reused_body(forms, key, rid)
+    if body is None:
+        body = encode_infer_response(response, prefs, request_id=rid, on_loop=not threaded)
+        if not threaded:
+            keep_body(forms, key, rid, body)
+    return body
 
 
 def _infer_error(exc: Exception) -> HttpResponse:

@@ -1,8 +1,9 @@
 """Exact reuse of decoded infer headers whose tensors all travel as binary data.
 
 Clients send the same JSON header again and again (same names, types, shapes and options;
-only the binary data changes), so the decoded form of a header is kept, keyed by the
-header's exact bytes. A hit skips JSON parsing and every header check (they were passed
+only the binary data changes, and perhaps a leading ``id``), so the decoded form of a
+header is kept, keyed by the header's exact bytes (less a leading plain ``id`` member,
+which the decoder puts back into each request). A hit skips JSON parsing and every header check (they were passed
 when the plan was made) and rebuilds fresh request objects; only the binary data is read
 anew. Inputs and outputs in shared-memory regions are planned too (the service reads and
 checks the regions for every request). Headers with JSON data or classification are never
@@ -83,10 +84,15 @@ class HeaderPlans:
 
 
 def plan_from(
-    request: InferRequest, sizes: list[int], counts: list[int], prefs: object
+    request: InferRequest,
+    sizes: list[int],
+    counts: list[int],
+    prefs: object,
+    request_id: str | None = None,
 ) -> HeaderPlan:
     """The plan of a request that was just decoded the slow way (every input binary or
-    in shared memory: ``sizes`` holds its byte size, or ``SHM_INPUT``)."""
+    in shared memory: ``sizes`` holds its byte size, or ``SHM_INPUT``). ``request_id``
+    replaces the request's id in the plan: "" for a plan keyed by a header without its id."""
     inputs = tuple(
         InputPlan(
             t.name,
@@ -101,7 +107,7 @@ def plan_from(
         for t, size, count in zip(request.inputs, sizes, counts)
     )
     return HeaderPlan(
-        request.id,
+        request.id if request_id is None else request_id,
         RequestSettings.of(request),
         inputs,
         sum(size for size in sizes if size > 0),

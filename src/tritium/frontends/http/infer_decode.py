@@ -63,6 +63,22 @@ def parse_header_length(value: str | None, body_length: int) -> int:
 
 _PLANS = HeaderPlans()
 _JSON_PLANS = JsonPlans()
+_ID_FIRST = b'{"id":"'
+
+
+def _without_id(header: bytes) -> tuple[bytes, str | None]:
+    """``header`` less a leading ``"id"`` member, and that id; ``(header, None)`` unless
+    the id is a plain string (no escapes, printable), whose bytes are then its text."""
+    end = header.find(b'"', 7)
+    if end < 0 or header[end + 1 : end + 2] != b"," or b"\\" in header[7:end]:
+        return header, None
+    try:
+        request_id = header[7:end].decode()
+    except UnicodeDecodeError:
+        return header, None
+    if not request_id.isprintable():
+        return header, None
+    return b"{" + header[end + 2 :], request_id
 
 
 def decode_infer_request(
@@ -74,11 +90,18 @@ def decode_infer_request(
     other than the event loop's)."""
     cacheable = cache and header_length <= MAX_HEADER
     header = body[:header_length] if cacheable else b""
+    request_id = None
     if cacheable and (header_length < len(body) or _PLANS.json_only):
+        if header.startswith(_ID_FIRST):
+            # Clients number their requests (perf_analyzer does): the plan is keyed by
+            # the header without its id, which is put back into each request.
+            header, request_id = _without_id(header)
         plan = _PLANS.get(header)
         if plan is not None and plan.binary_total == len(body) - header_length:
             try:
                 request = plan.request(model_name, model_version)
+                if request_id is not None:
+                    request.id = request_id
                 request.inputs = inputs_from(plan, model_name, memoryview(body), header_length)
                 return request, plan.prefs  # type: ignore[return-value]
             except InvalidArgument:
@@ -98,9 +121,11 @@ def decode_infer_request(
         and not prefs.wants_classification
         and len(sizes) == len(request.inputs)  # no input with JSON data
         and header_length + sum(size for size in sizes if size > 0) == len(body)
+        and (request_id is None or request_id == request.id)  # not a second "id" member
     ):
         counts = [datatypes.element_count(t.shape) for t in request.inputs]
-        _PLANS.put(header, plan_from(request, sizes, counts, prefs))
+        plan = plan_from(request, sizes, counts, prefs, "" if request_id is not None else None)
+        _PLANS.put(header, plan)
         return request, prefs
     if (
         cacheable

@@ -1,8 +1,9 @@
 """The server-wide response store: a bounded least-recently-used map of cached responses.
 
 Memory is accounted exactly: an entry costs its outputs' payload bytes (BYTES tensors in
-their serialized form) plus their names, datatypes and shapes and the key; the store never
-holds more than its size. A response larger than the whole store is not kept. Eviction
+their serialized form) plus their names, datatypes and shapes and the key, and the bytes
+of every encoded form a frontend keeps with it (see :class:`CachedResponse`); the store
+never holds more than its size. A response larger than the whole store is not kept. Eviction
 drops the least recently used entry first (a lookup hit or an insertion makes an entry
 the most recent), so which entries remain is deterministic for a given order of requests.
 Every entry belongs to one loaded version (its owner) and is dropped with it.
@@ -11,7 +12,7 @@ Every entry belongs to one loaded version (its owner) and is dropped with it.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,15 +27,41 @@ _DIM_BYTES = 8
 
 
 class CachedResponse:
-    """A response's outputs as kept: read-only arrays owned by the store."""
+    """A response's outputs as kept: read-only arrays owned by the store.
 
-    __slots__ = ("outputs", "names", "nbytes", "owner")
+    Frontends keep the bytes they encoded a hit into with the entry (``keep_encoded``, one
+    value per key of theirs: protocol, requested outputs, encoding options) and reuse them
+    for the next hits; those bytes count in ``nbytes`` and go with the entry."""
 
-    def __init__(self, outputs: tuple[OutputTensor, ...], nbytes: int, owner: object) -> None:
+    __slots__ = ("outputs", "names", "nbytes", "owner", "key", "store", "forms")
+
+    def __init__(
+        self,
+        outputs: tuple[OutputTensor, ...],
+        nbytes: int,
+        owner: object,
+        key: bytes = b"",
+        store: ResponseStore | None = None,
+    ) -> None:
         self.outputs = outputs
         self.names = frozenset(o.name for o in outputs)
         self.nbytes = nbytes
         self.owner = owner
+        self.key = key
+        self.store = store
+        #: Encoded forms by the frontend's key (None until the first is kept).
+        self.forms: dict[Hashable, Any] | None = None
+
+    def encoded(self, key: Hashable) -> Any:
+        """The encoded form kept under ``key``, else None."""
+        forms = self.forms
+        return None if forms is None else forms.get(key)
+
+    def keep_encoded(self, key: Hashable, value: Any, nbytes: int) -> bool:
+        """Keep ``value`` (``nbytes`` bytes) under ``key``, counted against the store's size;
+        False when it is not kept."""
+        store = self.store
+        return store is not None and store.keep_encoded(self, key, value, nbytes)
 
 
 def keep_outputs(
@@ -115,12 +142,37 @@ class ResponseStore:
                 oldest, entry = next(iter(self._entries.items()))
                 self._remove(oldest, entry)
                 self.evictions += 1
-            self._entries[key] = CachedResponse(kept, nbytes, owner)
+            self._entries[key] = CachedResponse(kept, nbytes, owner, key, self)
             self.used += nbytes
             self._by_owner.setdefault(owner, set()).add(key)
         spent = now_ns() - start
         self.insertion_ns += spent
         return spent
+
+    def keep_encoded(
+        self, entry: CachedResponse, form: Hashable, value: Any, nbytes: int
+    ) -> bool:
+        """Add an encoded form to ``entry`` (still held, not holding ``form`` yet), evicting
+        the least recently used other entries to make room; False when it does not fit
+        without evicting ``entry`` itself, or ``entry`` is no longer held."""
+        key = entry.key
+        if self._entries.get(key) is not entry or (entry.forms and form in entry.forms):
+            return False
+        if entry.nbytes + nbytes > self.size:
+            return False
+        while self.used + nbytes > self.size:
+            oldest, victim = next(iter(self._entries.items()))
+            if victim is entry:
+                # Only possible if entry is also the least recent; it never evicts itself.
+                return False
+            self._remove(oldest, victim)
+            self.evictions += 1
+        if entry.forms is None:
+            entry.forms = {}
+        entry.forms[form] = value
+        entry.nbytes += nbytes
+        self.used += nbytes
+        return True
 
     def drop_owner(self, owner: object) -> int:
         """Drop every entry of ``owner`` (a version reloaded or unloaded); returns how many."""
@@ -128,11 +180,13 @@ class ResponseStore:
         for key in keys:
             entry = self._entries.pop(key)
             self.used -= entry.nbytes
+            entry.store = None  # a hit answered from it before the drop keeps nothing more
         return len(keys)
 
     def _remove(self, key: bytes, entry: CachedResponse) -> None:
         del self._entries[key]
         self.used -= entry.nbytes
+        entry.store = None
         keys = self._by_owner.get(entry.owner)
         if keys is not None:
             keys.discard(key)

@@ -1,7 +1,8 @@
 """One served version's use of the response store: look up, answer, execute, insert.
 
 A hit is answered at once from the main process (a new response over the kept arrays:
-it never reaches the scheduler or a worker). A miss goes to the scheduler; its successful
+it never reaches the scheduler or a worker); it carries the entry as its
+``encoded_forms``, where frontends keep the bytes they encode it into and reuse them. A miss goes to the scheduler; its successful
 response is kept before anything else sees it (so later steps that rewrite a response,
 reshape or classification, work on their own copy of the list). Identical requests that
 arrive while the first is executing wait for it and are answered from its response (one
@@ -145,16 +146,24 @@ class VersionCache:
         names = entry.names
         if asked is None:
             return names >= self.outputs
+        if len(asked) == 1:  # the usual explicit request: no generator
+            return asked[0].name in names
         return all(o.name in names for o in asked)
 
     def _response(self, entry: CachedResponse, request: InferRequest) -> InferResponse:
         asked = request.outputs
         if asked is None:
             outputs = [_fresh(o) for o in entry.outputs]
+        elif len(asked) == 1 and len(entry.outputs) == 1:
+            outputs = [_fresh(entry.outputs[0])]  # _answers checked it is the one asked
         else:
             names = {o.name for o in asked}
             outputs = [_fresh(o) for o in entry.outputs if o.name in names]
-        return InferResponse(self.name, self.version, request.id, outputs)
+        response = InferResponse(self.name, self.version, request.id, outputs)
+        if not request.shared_memory and request.classification is None:
+            # The outputs go out as kept: a frontend may reuse their encoded bytes.
+            response.encoded_forms = entry
+        return response
 
 
 def _fresh(output: OutputTensor) -> OutputTensor:
