@@ -122,3 +122,11 @@ def test_arena_writes_take_the_packed_form_as_it_is():
 def test_object_arrays_are_still_serialized():
     array = np.array(MIXED, dtype=object)
     assert wire_bytes(array) == serialize_bytes(array) == _wire(MIXED)
+
+
+@pytest.mark.parametrize("datatype", ["INT64", "FP32", "INT16"])
+def test_an_empty_tensor_with_a_huge_dimension_is_refused_by_name(datatype):
+    # No elements (one dimension is 0), so the byte size matches; numpy refuses the shape.
+    shape = (0, 2**62)
+    with pytest.raises(InvalidArgument, match="input 'IN' for model 'm'"):
+        tensor_from_bytes("IN", "m", datatype, shape, 0, b"")

@@ -139,4 +139,11 @@ def tensor_from_bytes(
             f"input byte size mismatch for input '{name}' for model '{model}'. "
             f"Expected {expected}, got {size}"
         )
-    return np.frombuffer(buffer, dtype=raw_dtype(datatype), count=count).reshape(shape)
+    try:
+        return np.frombuffer(buffer, dtype=raw_dtype(datatype), count=count).reshape(shape)
+    except ValueError:
+        # No elements, but a dimension too large for any array (numpy refuses the shape).
+        raise InvalidArgument(
+            f"unexpected shape for input '{name}' for model '{model}': {list(shape)} is too "
+            "large for a tensor"
+        ) from None
