@@ -101,7 +101,7 @@ def test_throughput_at_the_start_and_at_the_end():
 
 @pytest.mark.timeout(300)
 def test_a_short_chaos_run_answers_every_request_exactly_once():
-    report = run(Options(seconds=30.0, results=None))
+    report = run(Options(seconds=20.0, results=None))
     text = markdown(report) + "\n".join(report.violations[:20])
     assert report.passed, text
     sent = {row["kind"]: row["sent"] for row in report.table}

@@ -128,7 +128,12 @@ def test_grpc_wrong_version_with_tritonclient(pair):
 def test_http_version_strings(pair, path):
     theirs, ours = pair.both("GET", path)
     assert (ours.status, ours.body) == (theirs.status, theirs.body)
-    assert ours.content_type == theirs.content_type
+    if path.endswith("/ready"):
+        # Deliberately different: the body is JSON and tritium says so, where Triton 2.51
+        # says text/plain (see test_routes.test_model_ready_content_type).
+        assert (theirs.content_type, ours.content_type) == ("text/plain", "application/json")
+    else:
+        assert ours.content_type == theirs.content_type
 
 
 @pytest.mark.parametrize("version", ["wrong_specification", "99999999999999999999", "7"])
