@@ -11,10 +11,12 @@ import collections
 import gc
 import os
 import signal
+import weakref
 from pathlib import Path
 
 import pytest
 
+from tritium.core.heap import settle_heap
 from tritium.service import LoadOptions
 from tritium.testing.in_process import serving
 from tritium.workers import BackoffPolicy
@@ -43,9 +45,7 @@ WATCHED = (
 def _counts() -> collections.Counter[str]:
     gc.collect()
     names = set(WATCHED)
-    return collections.Counter(
-        t for o in gc.get_objects() if (t := type(o).__name__) in names
-    )
+    return collections.Counter(t for o in gc.get_objects() if (t := type(o).__name__) in names)
 
 
 def _fds() -> int:
@@ -101,3 +101,44 @@ def test_reloads_and_replaced_workers_leave_no_objects_behind(fault: str) -> Non
             assert _fds() <= fds, f"descriptors {fds} -> {_fds()}"
 
     asyncio.run(main())
+
+
+async def _released(ref: weakref.ref[object], seconds: float) -> bool:
+    """Whether ``ref`` dies within ``seconds`` without anyone here collecting."""
+    for _ in range(int(seconds / 0.05)):
+        if ref() is None:
+            return True
+        await asyncio.sleep(0.05)
+    return ref() is None
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault", ["reload", "kill"])
+def test_released_versions_and_workers_are_freed_with_a_settled_heap(fault: str) -> None:
+    """As in the server: the heap is settled (frozen, young collections spaced out) once
+    the models are loaded. A version unloaded or a worker replaced after that is freed
+    within a couple of seconds all the same — the cyclic graphs they hold included."""
+
+    async def main() -> None:
+        options = LoadOptions(restart_backoff=BackoffPolicy(0.01, 0.05, 3600.0))
+        async with serving([REPO], [MODEL], load_options=options) as (manager, _):
+            entry = manager._entry(MODEL)
+            (status,) = entry.versions.values()
+            version = status.loaded
+            (instance,) = version.instances
+            target = weakref.ref(version if fault == "reload" else instance.process)
+            del status, version, instance
+            settle_heap()
+            if fault == "reload":
+                await manager.unload(MODEL)
+                await manager.load(MODEL)
+            else:
+                await _kill_and_wait(manager)
+            assert await _released(target, 5.0), f"the {fault}ed object is still alive"
+
+    threshold = gc.get_threshold()
+    try:
+        asyncio.run(main())
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

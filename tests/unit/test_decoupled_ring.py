@@ -15,7 +15,7 @@ from tritium.core import InferRequest
 from tritium.core.errors import Unavailable
 from tritium.ipc import Arena
 from tritium.ipc.messages import decode_to_server, encode
-from tritium.workers.response_streams import ResponseStreams
+from tritium.workers.response_streams import MAX_OPEN, ResponseStreams
 
 
 class Sink:
@@ -126,3 +126,20 @@ def test_errors_and_cancellation_flags(ends) -> None:
     response, final = sink.got[-1]
     assert final and response.error.message == "gone"
     assert streams.open_count == 0
+
+
+def test_slots_are_distinct_reused_and_bounded(ends) -> None:
+    stream, streams = ends
+    sink = Sink()
+    first = [_open(streams, sink) for _ in range(3)]
+    assert sorted(first) == [0, 1, 2]
+    sender = ResponseSender(stream, first[1], set(), lambda: False)
+    sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+    assert _open(streams, sink) == first[1]  # a freed slot comes back first
+    for _ in range(MAX_OPEN - 3):
+        _open(streams, sink)
+    assert streams.open_count == MAX_OPEN
+    with pytest.raises(Unavailable, match="too many decoupled requests"):
+        _open(streams, sink)
+    streams.fail_all(Unavailable("gone"))
+    assert streams.open_count == 0 and _open(streams, sink) == 0

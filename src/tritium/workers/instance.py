@@ -29,6 +29,7 @@ from tritium.core import InferRequest, InferResponse
 from tritium.core.clock import now_ns
 from tritium.core.completion import Completion
 from tritium.core.errors import InstanceDown
+from tritium.core.heap import collect_released
 from tritium.core.statistics import ModelStatistics
 from tritium.ipc.messages import Init
 from tritium.workers.launch import WorkerDied
@@ -243,6 +244,7 @@ class ModelInstance:
             self.waiting = None
             self._backoff.started(time.monotonic())
             self._adopt(process)
+            collect_released()  # the dead process is no longer referenced
             log.info("instance '%s' restarted (pid %s)", self.name, process.pid)
             return
 

@@ -18,6 +18,7 @@ from typing import Any
 from tritium.core import InferRequest, InferResponse
 from tritium.core.completion import Completion
 from tritium.core.errors import InternalError, TritiumError, Unavailable, error_from_code
+from tritium.core.heap import collect_released
 from tritium.ipc import encode
 from tritium.ipc.messages import (
     Error,
@@ -264,6 +265,7 @@ class WorkerProcess:
         if proc is not None:
             await reap(proc, timeout)
         self._close_arenas()
+        collect_released()
 
     def kill(self) -> None:
         """Synchronous last resort when a graceful stop did not happen."""

@@ -39,7 +39,10 @@ class ResponseStreams:
         self.label = label
         self.flags = flags
         self._fd_sock = fd_sock
-        self._free = list(range(MAX_OPEN - 1, -1, -1))
+        # Slots come from ``_free`` (returned ones) first, then ``_unused`` upwards: a
+        # worker that never opens many requests never holds a list of MAX_OPEN numbers.
+        self._free: list[int] = []
+        self._unused = 0
         self._open: dict[int, InferRequest] = {}
         self._ring: Arena | None = None
 
@@ -49,13 +52,17 @@ class ResponseStreams:
 
     def open(self, batch: list[InferRequest]) -> list[int]:
         """A slot per request of ``batch`` (raises UNAVAILABLE when too many are open)."""
-        if len(batch) > len(self._free):
+        if len(batch) > len(self._free) + MAX_OPEN - self._unused:
             raise Unavailable(f"instance '{self.label}' has too many decoupled requests in flight")
         slots = []
         buf = self.flags.buf
         assert buf is not None
         for request in batch:
-            slot = self._free.pop()
+            if self._free:
+                slot = self._free.pop()
+            else:
+                slot = self._unused
+                self._unused += 1
             buf[slot] = 0
             self._open[slot] = request
             slots.append(slot)
@@ -150,7 +157,8 @@ class ResponseStreams:
     def fail_all(self, error: TritiumError) -> None:
         """The worker is gone: every open request ends with ``error``."""
         open_requests, self._open = self._open, {}
-        self._free = list(range(MAX_OPEN - 1, -1, -1))
+        self._free = []
+        self._unused = 0
         for request in open_requests.values():
             sink = request.responses
             if sink is not None:

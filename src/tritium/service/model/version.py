@@ -16,6 +16,7 @@ from typing import Any
 from tritium.config.instance_devices import instance_devices
 from tritium.config.rate_limiter import GroupRateLimiter, group_rate_limiter
 from tritium.core.errors import Unavailable
+from tritium.core.heap import collect_released
 from tritium.core.latency_histogram import LatencyHistogram
 from tritium.core.statistics import ModelStatistics
 from tritium.ipc.messages import ToWorker
@@ -140,6 +141,7 @@ class LoadedVersion:
             if self._folder is not None:
                 self._folder.release()
                 self._folder = None
+            collect_released()
 
     def post(self, message: ToWorker) -> None:
         """Send a one-way control message to every running worker of this version."""
