@@ -18,19 +18,22 @@ from tritium.testing.lifecycle import marked_inputs, write_marked_model
 
 
 def _place(repo: Path, staging: Path, name: str, mark: int, **kwargs: object) -> None:
-    """Write a model (or version) beside the repository, then move it in whole, so a
-    scan never sees half of it."""
+    """Write a model (or version) beside the repository, then move it in: a new model
+    whole, a changed one file by file (a rename over a file is atomic), so a scan never
+    sees half a file nor a version folder that is briefly missing."""
     write_marked_model(staging, name, mark, **kwargs)  # type: ignore[arg-type]
-    source = staging / name
-    target = repo / name
+    _merge(staging / name, repo / name)
+
+
+def _merge(source: Path, target: Path) -> None:
     if not target.exists():
         source.rename(target)
         return
     for item in source.iterdir():
-        destination = target / item.name
-        if destination.is_dir():
-            shutil.rmtree(destination)
-        item.rename(destination)
+        if item.is_dir():
+            _merge(item, target / item.name)
+        else:
+            item.rename(target / item.name)
     shutil.rmtree(source)
 
 
