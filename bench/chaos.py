@@ -266,6 +266,8 @@ def _judge(report: Report, samples: list[Sample], options: Options) -> None:
         "per_cpu_s_start": round(per_cpu[0], 1),
         "per_cpu_s_end": round(per_cpu[1], 1),
         "per_cpu_s_change": round(cpu_change, 3),
+        "per_client_cpu_s_start": round(rates["start_per_client_cpu_s"], 1),
+        "per_client_cpu_s_end": round(rates["end_per_client_cpu_s"], 1),
         "load_start": round(rates["start_load"], 1),
         "load_end": round(rates["end_load"], 1),
     }
@@ -326,7 +328,9 @@ def markdown(report: Report) -> str:
             f"\nthroughput: {s['throughput_start']}/s at the start, {s['throughput_end']}/s at "
             f"the end ({float(s['throughput_change']):+.1%}; load average {s['load_start']} -> "  # type: ignore[arg-type]
             f"{s['load_end']}); per server CPU-second: {s['per_cpu_s_start']} -> "
-            f"{s['per_cpu_s_end']} ({float(s['per_cpu_s_change']):+.1%})"  # type: ignore[arg-type]
+            f"{s['per_cpu_s_end']} ({float(s['per_cpu_s_change']):+.1%}); per CPU-second of "
+            f"the load generator: {s.get('per_client_cpu_s_start')} -> "
+            f"{s.get('per_client_cpu_s_end')}"
         )
     return "\n".join(lines) + "\n"
 

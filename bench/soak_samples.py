@@ -46,6 +46,7 @@ class Sample:
     ok: int  # successful answers so far (throughput is its slope)
     server_cpu_s: float = 0.0  # CPU seconds the server process has used so far
     load: float = 0.0  # the machine's 1-minute load average
+    client_cpu_s: float = 0.0  # CPU seconds the load generator (this process) has used so far
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -96,6 +97,7 @@ def sample(pid: int, began: float, ok: int) -> Sample:
         ok=ok,
         server_cpu_s=_cpu_s(pid),
         load=float(Path("/proc/loadavg").read_text().split()[0]),
+        client_cpu_s=time.process_time(),
     )
 
 
@@ -147,25 +149,31 @@ def throughput(samples: list[Sample], warmup_s: float, window_s: float) -> dict[
     other programs on a shared machine do not change) and the load average meanwhile."""
     kept = [s for s in samples if s.t >= warmup_s]
     out = {"start": 0.0, "end": 0.0, "start_per_cpu_s": 0.0, "end_per_cpu_s": 0.0}
+    out |= {"start_per_client_cpu_s": 0.0, "end_per_client_cpu_s": 0.0}
     if len(kept) < 2:
         return out | {"start_load": 0.0, "end_load": 0.0}
 
-    def rate(part: list[Sample]) -> tuple[float, float, float]:
+    def rate(part: list[Sample]) -> tuple[float, float, float, float]:
         if len(part) < 2 or part[-1].t == part[0].t:
-            return 0.0, 0.0, 0.0
+            return 0.0, 0.0, 0.0, 0.0
         answers = part[-1].ok - part[0].ok
         cpu = part[-1].server_cpu_s - part[0].server_cpu_s
+        client = part[-1].client_cpu_s - part[0].client_cpu_s
         load = sum(s.load for s in part) / len(part)
-        return answers / (part[-1].t - part[0].t), answers / cpu if cpu > 0 else 0.0, load
+        per_cpu = answers / cpu if cpu > 0 else 0.0
+        per_client = answers / client if client > 0 else 0.0
+        return answers / (part[-1].t - part[0].t), per_cpu, per_client, load
 
     start = [s for s in kept if s.t <= kept[0].t + window_s]
     end = [s for s in kept if s.t >= kept[-1].t - window_s]
-    (a, a_cpu, a_load), (b, b_cpu, b_load) = rate(start), rate(end)
+    (a, a_cpu, a_client, a_load), (b, b_cpu, b_client, b_load) = rate(start), rate(end)
     return {
         "start": a,
         "end": b,
         "start_per_cpu_s": a_cpu,
         "end_per_cpu_s": b_cpu,
+        "start_per_client_cpu_s": a_client,
+        "end_per_client_cpu_s": b_client,
         "start_load": a_load,
         "end_load": b_load,
     }
