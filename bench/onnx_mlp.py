@@ -10,7 +10,7 @@ alternating servers within every round; the report gives medians and tritium/Tri
 (target ≥ 1.5 each), raw onnxruntime in one process at the batch sizes the batcher formed,
 and the memory of tritium's instance worker.
 
-    .venv/bin/python bench/onnx_mlp.py [--rounds 3] [--anchors /tmp/anchors]
+    .venv/bin/python bench/onnx_mlp.py [--rounds 3] [--anchors /tmp/anchors] [--tritium-arg=FLAG]
 """
 
 from __future__ import annotations
@@ -97,6 +97,13 @@ def main() -> int:
     parser.add_argument("--tools-dir", type=Path, default=default_tools_dir())
     parser.add_argument("--triton-ports", default="18000,18001,18002")
     parser.add_argument("--tritium-port", type=int, default=18100)
+    parser.add_argument(
+        "--tritium-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra flag for tritium serve, repeatable (e.g. --tritium-arg=--busy-poll-worker-us=1000)",
+    )
     args = parser.parse_args()
 
     anchors = locate_anchors(args.tools_dir, args.anchors)
@@ -112,7 +119,9 @@ def main() -> int:
     (triton_repo / "mlp_py").symlink_to(models / "triton" / "mlp_py")
     ports = tuple(int(p) for p in args.triton_ports.split(","))
     servers: dict[str, Server] = {
-        "tritium": TritiumServer(models / "tritium", args.tritium_port, work),
+        "tritium": TritiumServer(
+            models / "tritium", args.tritium_port, work, tuple(args.tritium_arg)
+        ),
         "triton": TritonServer(anchors, triton_repo, (ports[0], ports[1], ports[2]), work),
     }
     results: dict[tuple[str, str], list[Measurement]] = {}
