@@ -7,6 +7,7 @@ calls them, so that anyone with the same public packages reproduces the same set
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -48,6 +49,32 @@ def default_tools_dir() -> Path:
 def default_prefix() -> Path:
     """`$ANCHORS` (the prefix setup-anchors.sh installs into), else /tmp/anchors."""
     return Path(os.environ.get("ANCHORS") or DEFAULT_ANCHORS)
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """The options every paired run shares: where the reference tools are, the servers'
+    ports, and extra flags for ``tritium serve``."""
+    parser.add_argument(
+        "--tools-dir",
+        type=Path,
+        default=default_tools_dir(),
+        help="shared tools folder with setup-anchors.sh (default $TRITIUM_SHARED_TOOLS or ../shared/tools)",
+    )
+    parser.add_argument(
+        "--anchors",
+        type=Path,
+        default=default_prefix(),
+        help="prefix the reference servers are installed in (default $ANCHORS or /tmp/anchors)",
+    )
+    parser.add_argument("--triton-ports", default="18000,18001,18002", help="HTTP,GRPC,METRICS")
+    parser.add_argument("--tritium-port", type=int, default=18100)
+    parser.add_argument(
+        "--tritium-arg",
+        action="append",
+        default=[],
+        metavar="FLAG",
+        help="extra flag for tritium serve, repeatable (e.g. --tritium-arg=--grpc-implementation=grpcio)",
+    )
 
 
 def locate_anchors(tools_dir: Path, prefix: Path, *, install: bool = True) -> Anchors:

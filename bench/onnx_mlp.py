@@ -26,7 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.anchors import default_prefix, default_tools_dir, locate_anchors  # noqa: E402
+from bench.anchors import add_server_options, locate_anchors  # noqa: E402
 from bench.measurement import Measurement  # noqa: E402
 from bench.perf import run_perf_analyzer  # noqa: E402
 from bench.scenarios import DEFAULT_SETTINGS, Scenario  # noqa: E402
@@ -93,17 +93,7 @@ def worker_rss_mib(pgid: int) -> list[float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--anchors", type=Path, default=default_prefix())
-    parser.add_argument("--tools-dir", type=Path, default=default_tools_dir())
-    parser.add_argument("--triton-ports", default="18000,18001,18002")
-    parser.add_argument("--tritium-port", type=int, default=18100)
-    parser.add_argument(
-        "--tritium-arg",
-        action="append",
-        default=[],
-        metavar="FLAG",
-        help="extra flag for tritium serve, repeatable (e.g. --tritium-arg=--busy-poll-worker-us=1000)",
-    )
+    add_server_options(parser)
     args = parser.parse_args()
 
     anchors = locate_anchors(args.tools_dir, args.anchors)

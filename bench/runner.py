@@ -20,8 +20,7 @@ from bench.anchors import (
     REPO_ROOT,
     Anchors,
     BenchSetupError,
-    default_prefix,
-    default_tools_dir,
+    add_server_options,
     locate_anchors,
 )
 from bench.checks import CHECKS
@@ -77,27 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick", action="store_true", help="smoke test: 1 round, short measurement windows"
     )
     p.add_argument("--repository", type=Path, default=DEFAULT_REPOSITORY)
-    p.add_argument(
-        "--tools-dir",
-        type=Path,
-        default=default_tools_dir(),
-        help="shared tools folder with setup-anchors.sh (default $TRITIUM_SHARED_TOOLS or ../shared/tools)",
-    )
-    p.add_argument(
-        "--anchors",
-        type=Path,
-        default=default_prefix(),
-        help="prefix the reference servers are installed in (default $ANCHORS or /tmp/anchors)",
-    )
-    p.add_argument("--triton-ports", default="18000,18001,18002", help="HTTP,GRPC,METRICS")
-    p.add_argument("--tritium-port", type=int, default=18100)
-    p.add_argument(
-        "--tritium-arg",
-        action="append",
-        default=[],
-        metavar="FLAG",
-        help="extra flag for tritium serve, repeatable (e.g. --tritium-arg=--grpc-implementation=grpcio)",
-    )
+    add_server_options(p)
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     p.add_argument(
         "--servers",
