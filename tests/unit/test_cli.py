@@ -112,6 +112,7 @@ EVERY_FLAG = [
     ("--busy-poll-us=0", "busy_poll_us", 0),
     ("--busy-poll-linger-us=50", "busy_poll_linger_us", 50),
     ("--busy-poll-worker-us=0", "busy_poll_worker_us", 0),
+    ("--busy-poll-worker-spare-us=0", "busy_poll_worker_spare_us", 0),
 ]
 # Fields whose valid non-default value depends on another flag.
 EVERY_FLAG_WITH_CONTEXT = [

@@ -1,10 +1,15 @@
 """``MessageReader`` with polling: messages arrive whole and in order whether they come
 while it polls or after it sleeps; it polls only after a short wait, for at most its budget,
-and a peer that closes ends the wait in either phase."""
+and a peer that closes ends the wait in either phase. With a spare budget it polls longer
+while its polls find the core to themselves, and goes back to the short poll while they
+keep finding another busy process on it."""
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -102,5 +107,84 @@ def test_a_hinted_wait_polls_unless_the_last_one_outlasted_the_hint():
         assert _thread_cpu() - cpu < 0.03
         assert polled > _thread_cpu() - cpu
     finally:
+        a.close()
+        b.close()
+
+
+def _send_every(sock: socket.socket, count: int, gap: float) -> threading.Thread:
+    def send() -> None:
+        for i in range(count):
+            time.sleep(gap)
+            sock.sendall(encode(Unmap(i)))
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
+
+
+def _read(reader: MessageReader, count: int) -> None:
+    for i in range(count):
+        assert reader.next() == Unmap(i)
+
+
+def test_the_spare_poll_follows_the_share_of_polls_that_found_the_core_busy():
+    a, b = socket.socketpair()
+    short, spare = 1_000_000, 10_000_000
+    reader = MessageReader(a, decode_to_worker, poll_ns=short, spare_poll_ns=spare)
+    try:
+        assert reader._budget_ns == short  # until polls have shown the core has time
+        for _ in range(20):
+            reader._note_share(cpu_ns=400_000, wall_ns=410_000)
+        assert reader._budget_ns == spare
+        # One poll that yielded the core now and then does not shorten it...
+        reader._note_share(cpu_ns=100_000, wall_ns=400_000)
+        assert reader._budget_ns == spare
+        # ...polls that keep finding it shared do.
+        for _ in range(6):
+            reader._note_share(cpu_ns=100_000, wall_ns=400_000)
+        assert reader._budget_ns == short
+        # Polls too short to tell change nothing.
+        for _ in range(50):
+            reader._note_share(cpu_ns=10_000, wall_ns=10_000)
+        assert reader._budget_ns == short
+    finally:
+        a.close()
+        b.close()
+
+
+def test_polls_sharing_their_core_with_a_busy_process_stay_short_and_lengthen_without_it():
+    cpu = min(os.sched_getaffinity(0))
+    mask = os.sched_getaffinity(0)
+    a, b = socket.socketpair()
+    short, spare = 3_000_000, 30_000_000
+    reader = MessageReader(a, decode_to_worker, poll_ns=short, spare_poll_ns=spare)
+    busy = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import os\nos.sched_setaffinity(0, {{{cpu}}})\nwhile True: pass",
+        ]
+    )
+    os.sched_setaffinity(0, {cpu})  # this thread, and the sender thread it starts
+    try:
+        time.sleep(0.2)  # the busy process is spinning on the same core
+        b.sendall(encode(Unmap(-1)))
+        assert reader.next() == Unmap(-1)  # a short wait: the next ones poll
+        sender = _send_every(b, 60, 0.001)
+        _read(reader, 60)
+        sender.join(timeout=30)
+        assert reader._shared > 0.5
+        assert reader._budget_ns == short
+        busy.kill()
+        busy.wait(timeout=10)
+        sender = _send_every(b, 80, 0.001)
+        _read(reader, 80)
+        sender.join(timeout=30)
+        assert reader._shared < 0.25
+        assert reader._budget_ns == spare
+    finally:
+        os.sched_setaffinity(0, mask)
+        busy.kill()
+        busy.wait(timeout=10)
         a.close()
         b.close()

@@ -90,6 +90,7 @@ TRITON_DEFAULTS = {
     "busy_poll_us": 1000,
     "busy_poll_linger_us": 150,
     "busy_poll_worker_us": 300,
+    "busy_poll_worker_spare_us": 1000,
     # Not a Triton flag: the pre-drain window (0: stop accepting at SIGTERM, as Triton).
     "drain_delay_secs": 0,
 }

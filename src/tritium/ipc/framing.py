@@ -22,6 +22,15 @@ _LEN = struct.Struct("<I")
 MAX_MESSAGE = 256 * 1024 * 1024
 _encode = messages.encode
 
+#: Polls shorter than this tell nothing of whether the core is shared.
+_SHARE_MIN_NS = 20_000
+#: The weight of the newest poll in the running share of polls that found the core shared.
+_SHARED_WEIGHT = 1 / 16
+#: The longer poll is used while at most this share of recent polls found the core shared.
+_SHARED_AT_MOST = 0.25
+#: While polling short, one wait in 32 that would not poll polls long to look again.
+_PROBE_EVERY = 31
+
 #: Turns one frame's body into a message.
 Decode = Callable[[Any], Any]
 
@@ -107,9 +116,27 @@ class MessageReader:
     idle process, or one whose messages come far apart, does not poll. ``next(poll_ns)``
     (the sender said more comes soon) polls up to that longer budget, unless the last wait
     outlasted it too: a client that pauses between requests is not polled for every time.
+
+    With ``spare_poll_ns`` (longer than ``poll_ns``), the reader polls up to that longer
+    budget while its polls find the core to themselves: their CPU time keeps up with the
+    clock, so nothing else was waiting for the core (a model whose own compute keeps the
+    batches apart on a machine with idle time). When a quarter or more of the recent polls
+    found the core shared (their CPU time fell behind: yielding let another busy process
+    run) it polls ``poll_ns`` again, and the spinning does not take time from the processes
+    that feed it; now and then a wait polls long once to look again.
     """
 
-    __slots__ = ("_sock", "_decoder", "_ready", "_poll_ns", "_last_wait_ns")
+    __slots__ = (
+        "_sock",
+        "_decoder",
+        "_ready",
+        "_poll_ns",
+        "_spare_poll_ns",
+        "_budget_ns",
+        "_shared",
+        "_waits",
+        "_last_wait_ns",
+    )
 
     def __init__(
         self,
@@ -117,11 +144,16 @@ class MessageReader:
         decode: Decode,
         poll_ns: int = 0,
         on_error: Callable[[ValueError], None] | None = None,
+        spare_poll_ns: int = 0,
     ) -> None:
         self._sock = sock
         self._decoder = FrameDecoder(decode, on_error)
         self._ready: deque[Any] = deque()
         self._poll_ns = poll_ns
+        self._spare_poll_ns = max(spare_poll_ns, poll_ns)
+        self._budget_ns = poll_ns
+        self._shared = 0.5
+        self._waits = 0
         self._last_wait_ns = poll_ns  # no polling before the first message
 
     def next(self, poll_ns: int = 0) -> Any:
@@ -135,22 +167,45 @@ class MessageReader:
     def _wait_polling(self, poll_ns: int) -> None:
         started = time.monotonic_ns()
         last = self._last_wait_ns
+        budget = self._budget_ns
         if poll_ns and last >= poll_ns:
             poll_ns = 0
-        if not poll_ns and last < self._poll_ns:
-            poll_ns = self._poll_ns
+        if not poll_ns:
+            self._waits += 1
+            if last < budget:
+                poll_ns = budget
+            elif budget < self._spare_poll_ns and not self._waits & _PROBE_EVERY:
+                poll_ns = self._spare_poll_ns  # now and then: has the core time to spare again?
         if poll_ns:
-            deadline = started + poll_ns
-            while not self._ready:
-                try:
-                    self._receive(socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    if time.monotonic_ns() >= deadline:
-                        break
-                    os.sched_yield()
+            if self._spare_poll_ns > self._poll_ns:
+                cpu_started = time.thread_time_ns()
+                self._poll(started + poll_ns)
+                self._note_share(time.thread_time_ns() - cpu_started, time.monotonic_ns() - started)
+            else:
+                self._poll(started + poll_ns)
         while not self._ready:
             self._receive(0)
         self._last_wait_ns = time.monotonic_ns() - started
+
+    def _poll(self, deadline: int) -> None:
+        while not self._ready:
+            try:
+                self._receive(socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if time.monotonic_ns() >= deadline:
+                    return
+                os.sched_yield()
+
+    def _note_share(self, cpu_ns: int, wall_ns: int) -> None:
+        """Count one poll of ``wall_ns`` that had ``cpu_ns`` of CPU time in the running
+        share of polls that found the core shared, and choose the next polls' budget."""
+        if wall_ns < _SHARE_MIN_NS:
+            return
+        shared = self._shared * (1 - _SHARED_WEIGHT)
+        if cpu_ns * 4 < wall_ns * 3:
+            shared += _SHARED_WEIGHT
+        self._shared = shared
+        self._budget_ns = self._poll_ns if shared >= _SHARED_AT_MOST else self._spare_poll_ns
 
     def _receive(self, flags: int) -> None:
         data = self._sock.recv(1 << 16, flags)

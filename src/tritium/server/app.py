@@ -150,6 +150,7 @@ class Server:
             gpu_count=gpu_count(),
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
             worker_poll_us=settings.busy_poll_worker_us,
+            worker_spare_poll_us=settings.busy_poll_worker_spare_us,
             lone_poll_us=settings.busy_poll_us,
             first_response_histogram=settings.allow_metrics
             and metrics_config.histogram_latencies,

@@ -31,6 +31,7 @@ _NON_NEGATIVE = (
     "busy_poll_us",
     "busy_poll_linger_us",
     "busy_poll_worker_us",
+    "busy_poll_worker_spare_us",
     "log_verbose",
     "repository_poll_secs",
     "model_load_retry_count",

@@ -52,6 +52,15 @@ class RuntimeSettings:
         "sleeps at once, as does an idle one. 0 turns polling off.",
         "Server",
     )
+    busy_poll_worker_spare_us: int = opt(
+        1000,
+        "A model instance's process polls up to this many microseconds instead of "
+        "--busy-poll-worker-us while its polls find its core to themselves (the machine has "
+        "time to spare, as when the model's own compute keeps batches apart); as soon as "
+        "its polls keep finding other busy processes waiting for the core it returns to the "
+        "shorter poll. 0 (or no more than --busy-poll-worker-us): always the shorter poll.",
+        "Server",
+    )
 
     # --- Logging ------------------------------------------------------------------------
     log_verbose: int = opt(

@@ -46,6 +46,7 @@ def launch(
     poll_us: int,
     lone_poll_us: int,
     python: WorkerPython | None = None,
+    spare_poll_us: int = 0,
 ) -> Launched:
     """Spawn one worker process (``env``: its environment, None for the server's;
     ``python``: the model's own interpreter, None for the server's)."""
@@ -67,6 +68,7 @@ def launch(
             str(call_child.fileno()),
             str(poll_us),
             str(lone_poll_us),
+            str(spare_poll_us),
         ]
         # A session of its own: where the kernel groups scheduling by session
         # (autogroup), the server's event loop then keeps its own share of the CPU

@@ -68,16 +68,19 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         calls: CallHandler | None = None,
         poll_us: int = 0,
+        spare_poll_us: int = 0,
         lone_poll_us: int = 0,
         lone: Callable[[], bool] | None = None,
         python: WorkerPython | None = None,
     ) -> None:
         self.label = label
         # How long the worker polls for its next message before it sleeps (see
-        # ``MessageReader``): ``poll_us`` when its last wait was shorter than that, and
+        # ``MessageReader``): ``poll_us`` when its last wait was shorter than that (up to
+        # ``spare_poll_us`` while its polls find the core to themselves), and
         # ``lone_poll_us`` after a batch sent while ``lone()`` said that one client's
         # request is all the server has in flight (its next request comes soon).
         self._poll_us = poll_us
+        self._spare_poll_us = spare_poll_us
         self._lone_poll_us = lone_poll_us
         self._lone = lone if lone_poll_us else None
         self._env = env
@@ -132,7 +135,9 @@ class WorkerProcess:
 
     async def spawn(self) -> None:
         loop = asyncio.get_running_loop()
-        launched = launch(self._env, self._poll_us, self._lone_poll_us, self._python)
+        launched = launch(
+            self._env, self._poll_us, self._lone_poll_us, self._python, self._spare_poll_us
+        )
         self._proc = launched.proc
         self._calls = CallChannel(launched.calls, self.label, self._call_handler)
         self._alive = True

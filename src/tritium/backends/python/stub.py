@@ -57,7 +57,12 @@ def _die_with_parent(parent_pid: int) -> None:
 
 class Worker:
     def __init__(
-        self, ctl: socket.socket, fds: socket.socket, poll_us: int = 0, lone_poll_us: int = 0
+        self,
+        ctl: socket.socket,
+        fds: socket.socket,
+        poll_us: int = 0,
+        lone_poll_us: int = 0,
+        spare_poll_us: int = 0,
     ) -> None:
         self.ctl = ctl
         self.fds = fds
@@ -65,7 +70,13 @@ class Worker:
         # Shared arenas (an ensemble step's outputs, this worker's or another's), by id.
         self.shared: dict[int, Arena] = {}
         self.host: ModelHost | None = None
-        self.reader = MessageReader(ctl, decode_to_worker, poll_us * 1000, self._undecodable)
+        self.reader = MessageReader(
+            ctl,
+            decode_to_worker,
+            poll_us * 1000,
+            self._undecodable,
+            spare_poll_us * 1000,
+        )
         # After a batch the server marked "poll" (one client's request was all it had in
         # flight), poll this long for the next one.
         self._lone_poll_ns = lone_poll_us * 1000
@@ -260,9 +271,10 @@ def main(argv: list[str]) -> int:
     fds = socket.socket(fileno=fds_fd)
     poll_us = int(argv[4]) if len(argv) > 4 else 0
     lone_poll_us = int(argv[5]) if len(argv) > 5 else 0
+    spare_poll_us = int(argv[6]) if len(argv) > 6 else 0
     if len(argv) > 3:  # the call channel (BLS, model management)
         bls.install(socket.socket(fileno=int(argv[3])), max(poll_us, lone_poll_us) * 1000)
-    Worker(ctl, fds, poll_us, lone_poll_us).run()
+    Worker(ctl, fds, poll_us, lone_poll_us, spare_poll_us).run()
     return 0
 
 

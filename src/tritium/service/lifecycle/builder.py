@@ -71,8 +71,10 @@ class LoadOptions:
     latency_summaries: bool = False
     # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``),
     # and this long after a batch sent while one client's request was all in flight
-    # (``--busy-poll-us``).
+    # (``--busy-poll-us``); up to ``worker_spare_poll_us`` while their polls find the core
+    # to themselves (``--busy-poll-worker-spare-us``).
     worker_poll_us: int = 0
+    worker_spare_poll_us: int = 0
     lone_poll_us: int = 0
     # Decoupled models keep the first-response histogram (histogram_latencies=true).
     first_response_histogram: bool = False
@@ -235,6 +237,7 @@ class VersionBuilder:
             python=python,
             calls=self.call_handler,
             poll_us=self.options.worker_poll_us,
+            spare_poll_us=self.options.worker_spare_poll_us,
             lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
             lone=self.lone_request,
         )
