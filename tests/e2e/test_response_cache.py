@@ -3,7 +3,8 @@
 One server with ``--cache-config local,size=N``: hits echo the new request's id, JSON,
 binary and gRPC requests with the same values share an entry, hits count as Triton counts
 them (statistics and ``/metrics``), errors are not kept, identical requests in flight run
-once, an ensemble is answered at the top level, and a reload drops the version's entries.
+once, an ensemble is answered at the top level, a repeated request is replayed and counted
+as a hit, and a reload drops the version's entries.
 """
 
 from __future__ import annotations
@@ -274,10 +275,46 @@ def _check_grpc_hit_bytes(url: str) -> None:
         assert call(request.SerializeToString(), timeout=30) == expected.SerializeToString()
 
 
+def test_replayed_hits_count_as_hits_and_answer_each_id(
+    server: ServerProcess, http: httpclient.InferenceServerClient
+) -> None:
+    """Requests byte for byte like an earlier hit (less their ids) are answered without
+    being decoded: each with its own id, counted exactly as hits are."""
+    inputs = _inputs(httpclient, 0, [77.0, 78.0])
+    first = http.infer("cached_sleeper", inputs, request_id="r0")  # the miss
+    http.infer("cached_sleeper", inputs, request_id="r1")  # a hit: filed as a replay
+    before, metrics_before = _stats(http, "cached_sleeper"), _metrics(server)
+    for i in range(2, 12):
+        again = http.infer("cached_sleeper", inputs, request_id=f"r{i}")
+        assert again.get_response()["id"] == f"r{i}"
+        for name in ("RUN", "OUT"):
+            assert np.array_equal(again.as_numpy(name), first.as_numpy(name))
+    unnamed = http.infer("cached_sleeper", inputs)
+    assert "id" not in unnamed.get_response()
+    after, metrics_after = _stats(http, "cached_sleeper"), _metrics(server)
+    for field in ("cache_hit", "success", "queue"):
+        assert (
+            after["inference_stats"][field]["count"] - before["inference_stats"][field]["count"]
+            == 11
+        )
+    assert after["inference_stats"]["cache_miss"] == before["inference_stats"]["cache_miss"]
+    assert after["inference_count"] == before["inference_count"]
+    assert after["execution_count"] == before["execution_count"]
+    labels = '{model="cached_sleeper",version="1"}'
+    for name in (
+        f"nv_cache_num_hits_per_model{labels}",
+        "nv_cache_num_hits",
+        "nv_cache_num_lookups",
+    ):
+        assert metrics_after[name] - metrics_before[name] == 11
+
+
 def test_reload_drops_the_versions_entries(
     server: ServerProcess, http: httpclient.InferenceServerClient
 ) -> None:
     first = http.infer("cached_sleeper", _inputs(httpclient, 1, [42.0]))
+    for _ in range(2):  # hits: the second one is a replay
+        http.infer("cached_sleeper", _inputs(httpclient, 1, [42.0]))
     entries = _metrics(server)["nv_cache_num_entries"]
     http.unload_model("cached_sleeper")
     assert _metrics(server)["nv_cache_num_entries"] < entries

@@ -283,3 +283,69 @@ def test_statistics_report_cache_counters() -> None:
     inference = stats.as_json("m", "1")["inference_stats"]
     assert inference["cache_hit"] == {"count": 1, "ns": 5}
     assert inference["cache_miss"] == {"count": 1, "ns": 7}
+
+
+# --- replays: a frontend's key for a whole request, filed with an entry ------------------
+
+
+def _hit_with_form(cache: VersionCache, model: _Model, value: float) -> object:
+    """A miss then a hit for ``value``; the hit's entry keeps a form "F" of 10 bytes."""
+    cache.submit(_request(value), model.submit)
+    model.answer()
+    hit = cache.submit(_request(value), model.submit).result()
+    forms = hit.encoded_forms
+    assert forms is not None and forms.keep_encoded("F", b"0123456789", 10)
+    return forms
+
+
+def test_a_replay_answers_with_its_form_and_counts_as_a_hit() -> None:
+    cache, stats, store = _cache()
+    model = _Model()
+    forms = _hit_with_form(cache, model, 1.0)
+    assert cache.replay(("req", 1)) is None  # nothing filed: nothing counted
+    assert (store.hits, store.misses, stats.cache_hit.count) == (1, 1, 1)
+    used = store.used
+    assert forms.keep_replay(("req", 1), "F", 7)  # type: ignore[attr-defined]
+    assert store.used == used + 7
+    assert not forms.keep_replay(("req", 1), "F", 7)  # type: ignore[attr-defined]
+    assert not forms.keep_replay(("req", 2), "G", 7)  # type: ignore[attr-defined]  # no such form
+    success = stats.success.count
+    assert cache.replay(("req", 1)) == b"0123456789"
+    assert model.runs == 1
+    assert (store.hits, store.misses, store.lookups) == (2, 1, 3)
+    assert stats.cache_hit.count == 2 and stats.success.count == success + 1
+    assert stats.queue.count == success + 1
+    # Another version's cache does not answer this version's replays.
+    other = VersionCache(store, ModelStatistics(), "m", "2", frozenset({"OUT", "P"}))
+    assert other.replay(("req", 1)) is None
+
+
+def test_replays_go_with_their_entry() -> None:
+    cache, _stats, store = _cache()
+    model = _Model()
+    forms = _hit_with_form(cache, model, 1.0)
+    assert forms.keep_replay(("req", 1), "F", 7)  # type: ignore[attr-defined]
+    cache.drop()  # unloaded or reloaded
+    assert cache.replay(("req", 1)) is None
+    assert store.used == 0 and len(store) == 0
+    assert not forms.keep_replay(("req", 9), "F", 7)  # type: ignore[attr-defined]
+
+
+def test_an_evicted_entry_takes_its_replays_and_a_replay_makes_its_entry_recent() -> None:
+    one = keep_outputs(
+        [_out("OUT", np.zeros(4, np.float32)), _out("P", np.zeros(4, np.float32))],
+        bytes(DIGEST_SIZE + 16),
+    )[1]
+    # Room for two entries with their forms and replays, not three.
+    cache, _stats, store = _cache(size=2 * (one + 10 + 7) + 5)
+    model = _Model()
+    first = _hit_with_form(cache, model, 1.0)
+    assert first.keep_replay(("req", 1), "F", 7)  # type: ignore[attr-defined]
+    second = _hit_with_form(cache, model, 2.0)
+    assert second.keep_replay(("req", 2), "F", 7)  # type: ignore[attr-defined]
+    assert cache.replay(("req", 1)) is not None  # entry 1 is now the most recent
+    cache.submit(_request(3.0), model.submit)
+    model.answer()  # a third entry evicts the least recent: entry 2, with its replay
+    assert cache.replay(("req", 2)) is None
+    assert cache.replay(("req", 1)) == b"0123456789"
+    assert store.used <= store.size and store.evictions == 1

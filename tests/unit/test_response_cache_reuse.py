@@ -24,7 +24,7 @@ from tritium.frontends.grpc.infer_response_bytes import SPLIT_BYTES, SplitMessag
 from tritium.frontends.grpc.servicer import _serialize
 from tritium.frontends.http.handlers import KServeRoutes
 from tritium.frontends.http.infer_decode import decode_infer_request
-from tritium.frontends.http.messages import HttpResponse
+from tritium.frontends.http.messages import HttpRequest, HttpResponse
 from tritium.frontends.http.output_prefs import OutputPrefs
 from tritium.service.cache import ResponseStore, VersionCache
 
@@ -303,3 +303,66 @@ def test_grpc_hit_with_parameters_is_serialised_by_protobuf() -> None:
     message = service_pb2.ModelInferResponse.FromString(native)  # type: ignore[arg-type]
     assert message.id == "p" and message.parameters["note"].string_param == "x"
     assert response.encoded_forms is not None and response.encoded_forms.encoded(("grpc", "OUT", "RUN")) is None
+
+
+class _Service:
+    """What ``KServeRoutes.infer`` uses of the service, over one version's cache."""
+
+    def __init__(self, cache: VersionCache) -> None:
+        self.cache = cache
+        self.submitted = 0
+
+    def submit(self, request: InferRequest) -> Completion:
+        self.submitted += 1
+        request.arrival_ns = 1
+        done = self.cache.submit(request, _executed)
+        _settled(request, done)
+        return done
+
+    def replay(self, name: str, version: str, replay: object) -> Any:
+        assert (name, version) == (MODEL, "")
+        return self.cache.replay(replay)
+
+
+@pytest.mark.parametrize("binary_input", [False, True])
+@pytest.mark.parametrize("outputs", [None, [{"name": "OUT", "parameters": {"binary_data": True}}]])
+def test_http_requests_like_an_earlier_hit_are_replayed_without_decoding(
+    binary_input: bool, outputs: list[dict] | None
+) -> None:
+    cache = _cache()
+    service = _Service(cache)
+    routes = KServeRoutes(service, 1 << 30)  # type: ignore[arg-type]
+
+    def answer(request_id: str | None, headers: dict[str, str] | None = None) -> tuple:
+        body, length = _http_body(request_id, outputs, False, binary_input)
+        head = {"inference-header-content-length": str(length)} if binary_input else {}
+        request = HttpRequest(
+            "POST", f"/v2/models/{MODEL}/infer", "", {**head, **(headers or {})}, body
+        )
+        reply = routes.infer(request, {"model": MODEL})
+        assert isinstance(reply, HttpResponse)
+        return _joined(reply)
+
+    miss = answer("1")
+    assert answer("2") != miss and service.submitted == 2  # a hit, filed as a replay
+    hits = cache.stats.cache_hit.count
+    for request_id in ("3", None, "a-much-longer-id"):
+        body, headers = answer(request_id)
+        assert service.submitted == 2  # answered by the replay: never decoded or submitted
+        _, expected_headers = miss
+        if request_id is None:
+            assert body == b"{" + miss[0].split(b",", 1)[1]
+        else:
+            assert body == b'{"id":"%s",' % request_id.encode() + miss[0].split(b",", 1)[1]
+        if binary_input or outputs:
+            lengths = dict(headers), dict(expected_headers)
+            key = b"Inference-Header-Content-Length"
+            if key in lengths[1]:
+                assert int(lengths[0][key]) - int(lengths[1][key]) == len(body) - len(miss[0])
+    assert cache.stats.cache_hit.count == hits + 3
+    # Another input value, or a request asking for compression, takes the full path.
+    answer("4", {"accept-encoding": "gzip"})
+    assert service.submitted == 3
+    cache.drop()  # the version was unloaded: its replays are gone with its entries
+    answer("5")
+    assert service.submitted == 4

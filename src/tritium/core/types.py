@@ -115,6 +115,13 @@ class EncodedForms(Protocol):
         ``key``; False when it is not kept (no room, or the entry is gone)."""
         ...
 
+    def keep_replay(self, replay: Hashable, form: Hashable, nbytes: int) -> bool:
+        """File ``replay``, the frontend's key for a whole request (``nbytes`` bytes,
+        counted against the cache's size), as answered by the value kept under ``form``:
+        the service then answers the same bytes with that value (``replay``) without
+        decoding them. False when it is not filed."""
+        ...
+
 
 @dataclass(slots=True)
 class InferResponse:

@@ -9,7 +9,7 @@ frontend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any, Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse
@@ -64,6 +64,12 @@ class ServiceApi(Protocol):
     ) -> Completion[InferResponse]: ...
 
     def is_decoupled(self, name: str, version: str) -> bool: ...
+
+    def replay(self, name: str, version: str, replay: Hashable) -> Any:
+        """The encoded answer a frontend filed with the response cache for a request with
+        exactly these bytes (``EncodedForms.keep_replay``), counted as a cache hit; None
+        when the request must take the full path."""
+        ...
 
     # -- model repository
     async def repository_index(self, ready_only: bool = False) -> list[dict[str, Any]]: ...

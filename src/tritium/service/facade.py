@@ -65,6 +65,7 @@ class Service:
         # The request path's own: frontends call these directly (no extra frame per request).
         self.submit = submitter.submit
         self.is_decoupled = submitter.is_decoupled
+        self.replay = submitter.replay
         self.allow_client_shm = submitter.allow_client_shm
         self.shared_memory = submitter.shared_memory
         # The logging extension's live settings (see service/log_settings.py).

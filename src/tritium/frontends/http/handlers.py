@@ -11,7 +11,7 @@ of its code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Hashable
 from functools import partial
 
 from tritium.core.completion import Completion
@@ -50,7 +50,15 @@ from tritium.frontends.http.observability import ObservabilityRoutes
 from tritium.frontends.http.output_prefs import OutputPrefs
 from tritium.frontends.http.raw_request import decode_raw_request
 from tritium.frontends.http.repository_routes import RepositoryRoutes
-from tritium.frontends.http.reused_bodies import Body, form_key, keep_body, reused_body
+from tritium.frontends.http.reused_bodies import (
+    REPLAY_BYTES,
+    Body,
+    form_key,
+    keep_body,
+    replay_key,
+    reused_body,
+    spliced,
+)
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.shared_memory_routes import SharedMemoryRoutes
 from tritium.frontends.offload import OFFLOAD_BYTES, off_loop
@@ -87,6 +95,9 @@ class KServeRoutes:
     def __init__(self, service: ServiceApi, max_input_size: int) -> None:
         self._service = service
         self._max_input_size = max_input_size
+        # Models that had a small request answered from the response cache: only their
+        # requests are keyed for a replay (see reused_bodies).
+        self._replayed: set[str] = set()
 
     def register(self, router: Router) -> None:
         add = router.add
@@ -188,6 +199,21 @@ class KServeRoutes:
                 return reply
         if len(body) >= OFFLOAD_BYTES:
             return self._infer_off_loop(request, model, version, compressed)
+        accept = request.headers.get("accept-encoding")
+        replayable = (
+            len(body) <= REPLAY_BYTES
+            and compressed is None
+            and accept is None
+            and TRACEPARENT not in request.headers
+        )
+        if replayable and model in self._replayed:
+            keyed = replay_key(
+                model, version, body, request.headers.get("inference-header-content-length")
+            )
+            if keyed is not None:
+                kept = service.replay(model, version, keyed[0])
+                if kept is not None:
+                    return _answer(*spliced(kept, keyed[1]))
         try:
             if compressed is not None:
                 body = decompress(body, compressed, self._max_input_size)
@@ -204,10 +230,17 @@ class KServeRoutes:
             done = service.submit(infer_request)
         except Exception as exc:
             return _infer_error(exc)
-        accept = request.headers.get("accept-encoding")
         if done.done() and not done.cancelled():
             # Answered already (a response-cache hit): no deferral, no callbacks.
-            return self._encode(infer_request.id, prefs, accept, done)
+            replay = None
+            if replayable:
+                replay = replay_key(
+                    model, version, body, request.headers.get("inference-header-content-length")
+                )
+                if replay is not None and replay[1] != infer_request.id:
+                    replay = None  # an id the key does not see (a second "id" member)
+                self._replayed.add(model)
+            return self._encode(infer_request.id, prefs, accept, done, replay=replay)
         return DeferredResponse(done, partial(self._encode, infer_request.id, prefs, accept))
 
     async def _infer_off_loop(
@@ -266,7 +299,10 @@ class KServeRoutes:
         accept: str | None,
         done: Completion,
         compress_here: bool = False,
+        replay: tuple[Hashable, str, int] | None = None,
     ) -> HttpResponse | Awaitable[HttpResponse]:
+        """The answer to a settled infer; ``replay`` (a hit's replay key, its request id,
+        the key's size) is filed with the cache entry that answered it."""
         try:
             response = done.result()
             if response.error is not None:
@@ -278,7 +314,7 @@ class KServeRoutes:
                 )
             else:
                 chunks, json_length = _hit_body(
-                    forms, response, prefs, response.id or request_id, compress_here
+                    forms, response, prefs, response.id or request_id, compress_here, replay
                 )
         except BigJsonOutput:
             # A small request with a huge JSON answer: its text is written on a thread.
@@ -288,35 +324,55 @@ class KServeRoutes:
             return from_error(exc)
         except Exception as exc:
             return internal_error(exc, "inference")
+        if accept is None:
+            return _answer(chunks, json_length)
         headers: list[tuple[bytes, bytes]] = []
         if json_length is None:
             content_type = CONTENT_JSON
         else:
             content_type = CONTENT_BINARY
             headers.append((b"Inference-Header-Content-Length", b"%d" % json_length))
-        if accept is not None:
-            chosen = response_encoding(accept)
-            if chosen is not None:
-                headers.append((b"Content-Encoding", chosen.encode()))
-                body = b"".join(chunks)
-                if len(body) >= OFFLOAD_BYTES and not compress_here:
-                    return _compressed_off_loop(body, chosen, content_type, headers)
-                chunks = [compress(body, chosen)]
+        chosen = response_encoding(accept)
+        if chosen is not None:
+            headers.append((b"Content-Encoding", chosen.encode()))
+            body = b"".join(chunks)
+            if len(body) >= OFFLOAD_BYTES and not compress_here:
+                return _compressed_off_loop(body, chosen, content_type, headers)
+            chunks = [compress(body, chosen)]
         return HttpResponse(200, chunks, content_type, headers or None)
 
 
+def _answer(chunks: list[bytes | memoryview], json_length: int | None) -> HttpResponse:
+    """A successful infer's answer, uncompressed: JSON, or binary after a JSON header."""
+    if json_length is None:
+        return HttpResponse(200, chunks, CONTENT_JSON, None)
+    return HttpResponse(
+        200,
+        chunks,
+        CONTENT_BINARY,
+        [(b"Inference-Header-Content-Length", b"%d" % json_length)],
+    )
+
+
 def _hit_body(
-    forms: EncodedForms, response: InferResponse, prefs: OutputPrefs, rid: str, threaded: bool
+    forms: EncodedForms,
+    response: InferResponse,
+    prefs: OutputPrefs,
+    rid: str,
+    threaded: bool,
+    replay: tuple[Hashable, str, int] | None = None,
 ) -> Body:
     """The body of a response-cache hit: an earlier hit's bytes in the same form, else
     encoded now and kept for the next ones (kept only on the event loop, which owns the
-    cache)."""
+    cache), and the request filed as a replay of that form."""
     key = form_key(response, prefs)
     body = reused_body(forms, key, rid)
     if body is None:
         body = encode_infer_response(response, prefs, request_id=rid, on_loop=not threaded)
         if not threaded:
             keep_body(forms, key, rid, body)
+    if replay is not None:
+        forms.keep_replay(replay[0], key, replay[2])
     return body
 
 

@@ -63,10 +63,10 @@ def parse_header_length(value: str | None, body_length: int) -> int:
 
 _PLANS = HeaderPlans()
 _JSON_PLANS = JsonPlans()
-_ID_FIRST = b'{"id":"'
+ID_FIRST = b'{"id":"'
 
 
-def _without_id(header: bytes) -> tuple[bytes, str | None]:
+def without_id(header: bytes) -> tuple[bytes, str | None]:
     """``header`` less a leading ``"id"`` member, and that id; ``(header, None)`` unless
     the id is a plain string (no escapes, printable), whose bytes are then its text."""
     end = header.find(b'"', 7)
@@ -92,10 +92,10 @@ def decode_infer_request(
     header = body[:header_length] if cacheable else b""
     request_id = None
     if cacheable and (header_length < len(body) or _PLANS.json_only):
-        if header.startswith(_ID_FIRST):
+        if header.startswith(ID_FIRST):
             # Clients number their requests (perf_analyzer does): the plan is keyed by
             # the header without its id, which is put back into each request.
-            header, request_id = _without_id(header)
+            header, request_id = without_id(header)
         plan = _PLANS.get(header)
         if plan is not None and plan.binary_total == len(body) - header_length:
             try:

@@ -6,6 +6,12 @@ the body after its ``id`` member is kept with the entry; the next hits in that f
 ``{"id":<their id>,`` (or ``{`` without an id) before those bytes and encode nothing. The
 encoder writes ``id`` first, so the spliced body is byte for byte the one it would write,
 and the JSON header length of a binary answer is the kept one plus the new head's.
+
+A small request answered that way is also filed with the entry as a *replay*: its bytes
+less a leading ``id`` member (clients number their requests) key the form that answered
+it. The next request with those bytes (any id) is answered from the form at once, without
+decoding, keying or looking anything up; the service counts it as the hit it is. Same
+bytes, same model version: the same decoded request, so the same answer.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ from collections.abc import Hashable
 import orjson
 
 from tritium.core.types import EncodedForms, InferResponse
+from tritium.frontends.http.infer_decode import ID_FIRST, without_id
 from tritium.frontends.http.output_prefs import OutputPrefs
 
 _FORM = "http"
+#: Requests with bodies up to this size are keyed whole for a replay.
+REPLAY_BYTES = 4096
 
 #: (body chunks, JSON header length or None for a plain JSON body), as the encoder gives.
 Body = tuple[list[bytes | memoryview], int | None]
@@ -40,8 +49,12 @@ def _head(request_id: str) -> bytes:
 def reused_body(forms: EncodedForms, key: Hashable, request_id: str) -> Body | None:
     """The body kept for ``key``, with ``request_id`` spliced in; None if none is kept."""
     kept = forms.encoded(key)
-    if kept is None:
-        return None
+    return None if kept is None else spliced(kept, request_id)
+
+
+def spliced(kept: tuple[bytes, int | None], request_id: str) -> Body:
+    """A kept form (the body after its id, and its JSON header's length after the id)
+    with ``request_id`` spliced in."""
     tail, json_tail = kept
     head = _head(request_id)
     return [head, tail], (None if json_tail is None else len(head) + json_tail)
@@ -60,3 +73,29 @@ def keep_body(
     tail = whole[len(head) :]
     json_tail = None if json_length is None else json_length - len(head)
     forms.keep_encoded(key, (tail, json_tail), len(tail))
+
+
+def replay_key(
+    model: str, version: str, body: bytes, header_length: str | None
+) -> tuple[Hashable, str, int] | None:
+    """The replay key of a request (``body`` up to :data:`REPLAY_BYTES`, its
+    ``Inference-Header-Content-Length``), its id, and the key's size in bytes; None for a
+    body that is not keyed so (a raw tensor body, an id that is not a plain string, a
+    header length that does not parse: the full path answers those)."""
+    if header_length is None:
+        split = len(body)
+    elif header_length.isdigit() and header_length.isascii():
+        split = int(header_length)
+        if not 0 < split <= len(body):
+            return None
+    else:
+        return None
+    header = body[:split]
+    request_id = ""
+    if header.startswith(ID_FIRST):
+        header, found = without_id(header)
+        if found is None:
+            return None
+        request_id = found
+    data = body[split:]
+    return (model, version, header, data), request_id, len(header) + len(data) + len(model)

@@ -3,7 +3,13 @@
 Memory is accounted exactly: an entry costs its outputs' payload bytes (BYTES tensors in
 their serialized form) plus their names, datatypes and shapes and the key, and the bytes
 of every encoded form a frontend keeps with it (see :class:`CachedResponse`); the store
-never holds more than its size. A response larger than the whole store is not kept. Eviction
+never holds more than its size. A response larger than the whole store is not kept.
+
+A frontend may also file a *replay* with an entry: its own key for a whole request, byte for
+byte (less what it splices back in, such as the request id), that was answered from the
+entry in one of its encoded forms. A request with the same bytes is then answered with
+that form without being decoded, keyed or looked up (``replay``); the replay's key counts
+in the entry's bytes and goes with it. Eviction
 drops the least recently used entry first (a lookup hit or an insertion makes an entry
 the most recent), so which entries remain is deterministic for a given order of requests.
 Every entry belongs to one loaded version (its owner) and is dropped with it.
@@ -33,7 +39,7 @@ class CachedResponse:
     value per key of theirs: protocol, requested outputs, encoding options) and reuse them
     for the next hits; those bytes count in ``nbytes`` and go with the entry."""
 
-    __slots__ = ("outputs", "names", "nbytes", "owner", "key", "store", "forms")
+    __slots__ = ("outputs", "names", "nbytes", "owner", "key", "store", "forms", "replays")
 
     def __init__(
         self,
@@ -51,6 +57,8 @@ class CachedResponse:
         self.store = store
         #: Encoded forms by the frontend's key (None until the first is kept).
         self.forms: dict[Hashable, Any] | None = None
+        #: The replay keys filed with this entry (see :meth:`ResponseStore.keep_replay`).
+        self.replays: list[Hashable] | None = None
 
     def encoded(self, key: Hashable) -> Any:
         """The encoded form kept under ``key``, else None."""
@@ -62,6 +70,12 @@ class CachedResponse:
         False when it is not kept."""
         store = self.store
         return store is not None and store.keep_encoded(self, key, value, nbytes)
+
+    def keep_replay(self, replay: Hashable, form: Hashable, nbytes: int) -> bool:
+        """File ``replay`` (a frontend's key for a whole request, ``nbytes`` bytes) as
+        answered by this entry's form ``form``; False when it is not kept."""
+        store = self.store
+        return store is not None and store.keep_replay(self, replay, form, nbytes)
 
 
 def keep_outputs(
@@ -96,6 +110,8 @@ class ResponseStore:
         self.used = 0
         self._entries: OrderedDict[bytes, CachedResponse] = OrderedDict()
         self._by_owner: dict[object, set[bytes]] = {}
+        # replay key -> (the entry, the form that answers it)
+        self._replays: dict[Hashable, tuple[CachedResponse, Hashable]] = {}
         self.hits = 0
         self.misses = 0
         self.evictions = 0
@@ -149,16 +165,51 @@ class ResponseStore:
         self.insertion_ns += spent
         return spent
 
-    def keep_encoded(
-        self, entry: CachedResponse, form: Hashable, value: Any, nbytes: int
-    ) -> bool:
+    def keep_encoded(self, entry: CachedResponse, form: Hashable, value: Any, nbytes: int) -> bool:
         """Add an encoded form to ``entry`` (still held, not holding ``form`` yet), evicting
         the least recently used other entries to make room; False when it does not fit
         without evicting ``entry`` itself, or ``entry`` is no longer held."""
-        key = entry.key
-        if self._entries.get(key) is not entry or (entry.forms and form in entry.forms):
+        if entry.forms and form in entry.forms:
             return False
-        if entry.nbytes + nbytes > self.size:
+        if not self._make_room(entry, nbytes):
+            return False
+        if entry.forms is None:
+            entry.forms = {}
+        entry.forms[form] = value
+        return True
+
+    def keep_replay(
+        self, entry: CachedResponse, replay: Hashable, form: Hashable, nbytes: int
+    ) -> bool:
+        """File ``replay`` with ``entry`` (still held, holding ``form``), counted as
+        ``nbytes`` more of it; False when it does not fit or is filed already."""
+        if replay in self._replays or not entry.forms or form not in entry.forms:
+            return False
+        if not self._make_room(entry, nbytes):
+            return False
+        self._replays[replay] = (entry, form)
+        if entry.replays is None:
+            entry.replays = []
+        entry.replays.append(replay)
+        return True
+
+    def replay(self, replay: Hashable, owner: object) -> Any:
+        """The form filed for ``replay`` if its entry belongs to ``owner``, counted as a
+        lookup hit (the entry becomes the most recent); else None, counting nothing."""
+        filed = self._replays.get(replay)
+        if filed is None:
+            return None
+        entry, form = filed
+        if entry.owner is not owner:
+            return None
+        self._entries.move_to_end(entry.key)
+        self.hits += 1
+        return entry.forms[form]  # type: ignore[index]  # filed only with its form
+
+    def _make_room(self, entry: CachedResponse, nbytes: int) -> bool:
+        """Grow ``entry`` (still held) by ``nbytes``, evicting the least recently used
+        other entries; False when it cannot without evicting ``entry`` itself."""
+        if self._entries.get(entry.key) is not entry or entry.nbytes + nbytes > self.size:
             return False
         while self.used + nbytes > self.size:
             oldest, victim = next(iter(self._entries.items()))
@@ -167,9 +218,6 @@ class ResponseStore:
                 return False
             self._remove(oldest, victim)
             self.evictions += 1
-        if entry.forms is None:
-            entry.forms = {}
-        entry.forms[form] = value
         entry.nbytes += nbytes
         self.used += nbytes
         return True
@@ -180,15 +228,22 @@ class ResponseStore:
         for key in keys:
             entry = self._entries.pop(key)
             self.used -= entry.nbytes
-            entry.store = None  # a hit answered from it before the drop keeps nothing more
+            self._forget(entry)
         return len(keys)
 
     def _remove(self, key: bytes, entry: CachedResponse) -> None:
         del self._entries[key]
         self.used -= entry.nbytes
-        entry.store = None
+        self._forget(entry)
         keys = self._by_owner.get(entry.owner)
         if keys is not None:
             keys.discard(key)
             if not keys:
                 del self._by_owner[entry.owner]
+
+    def _forget(self, entry: CachedResponse) -> None:
+        """``entry`` is no longer held: its replays go, and a hit answered from it before
+        keeps nothing more with it."""
+        entry.store = None
+        for replay in entry.replays or ():
+            del self._replays[replay]

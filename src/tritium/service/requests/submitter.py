@@ -9,8 +9,9 @@ optional steps (shared memory, classification, reshape, tracing, the spinner) is
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.clock import now_ns
@@ -95,6 +96,20 @@ class Submitter:
         """:meth:`submit` for a request made on behalf of another one (an ensemble's
         step, a BLS call): not counted as a client's request in flight."""
         return self._submit(request, stream, None)
+
+    def replay(self, name: str, version: str, replay: Hashable) -> Any:
+        """The answer filed with the response cache for ``replay`` (a frontend's key for a
+        whole request, byte for byte: see ``ResponseStore.keep_replay``) by the version
+        now serving ``name``/``version``, counted as a cache hit; None when the request
+        must take the full path: nothing filed, no such version, tracing on, or the server
+        shutting down (the full path then answers as it should)."""
+        if self.stopping or self.trace_settings.active:
+            return None
+        try:
+            cache = self.table.get(name, version).cache
+        except TritiumError:
+            return None
+        return None if cache is None else cache.replay(replay)
 
     def is_decoupled(self, name: str, version: str) -> bool:
         """Whether the model (version) uses the decoupled transaction policy."""
