@@ -309,6 +309,28 @@ def test_replayed_hits_count_as_hits_and_answer_each_id(
         assert metrics_after[name] - metrics_before[name] == 11
 
 
+def test_replayed_grpc_hits_count_as_hits_and_answer_each_id(
+    server: ServerProcess,
+    http: httpclient.InferenceServerClient,
+    grpc: grpcclient.InferenceServerClient,
+) -> None:
+    inputs = _inputs(grpcclient, 0, [87.0, 88.0])
+    first = grpc.infer("cached_sleeper", inputs, request_id="g0")  # the miss
+    grpc.infer("cached_sleeper", inputs, request_id="g1")  # a hit: filed as a replay
+    before = _stats(http, "cached_sleeper")
+    for i in range(2, 12):
+        again = grpc.infer("cached_sleeper", inputs, request_id=f"g{i}")
+        assert again.get_response().id == f"g{i}"
+        for name in ("RUN", "OUT"):
+            assert np.array_equal(again.as_numpy(name), first.as_numpy(name))
+    assert grpc.infer("cached_sleeper", inputs).get_response().id == ""
+    after = _stats(http, "cached_sleeper")
+    for field in ("cache_hit", "success", "queue"):
+        assert after["inference_stats"][field]["count"] - before["inference_stats"][field]["count"] == 11
+    assert after["inference_stats"]["cache_miss"] == before["inference_stats"]["cache_miss"]
+    assert after["execution_count"] == before["execution_count"]
+
+
 def test_reload_drops_the_versions_entries(
     server: ServerProcess, http: httpclient.InferenceServerClient
 ) -> None:

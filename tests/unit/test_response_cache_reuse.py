@@ -19,7 +19,7 @@ from tritonclient.grpc import service_pb2
 from tritium.core import Completion, InferRequest, InferResponse
 from tritium.core.statistics import ModelStatistics
 from tritium.core.types import OutputTensor
-from tritium.frontends.grpc.infer_calls import _finish_infer, _finish_infer_bytes
+from tritium.frontends.grpc.infer_calls import _finish_infer, finish_infer_bytes
 from tritium.frontends.grpc.infer_response_bytes import SPLIT_BYTES, SplitMessage
 from tritium.frontends.grpc.servicer import _serialize
 from tritium.frontends.http.handlers import KServeRoutes
@@ -180,7 +180,7 @@ def _grpc_answers(cache: VersionCache, request_id: str, outputs: list[str] | Non
     done = cache.submit(request, _executed)
     response = _settled(request, done)
     hit = response.encoded_forms is not None
-    native = _finish_infer_bytes(request.id, response)
+    native = finish_infer_bytes(request.id, response)
     native = native.joined() if type(native) is SplitMessage else native
     grpcio = _serialize(_finish_infer(request.id, response))
     return native, grpcio, hit
@@ -213,7 +213,7 @@ def test_grpc_big_hits_stay_in_parts() -> None:
     for _ in range(3):
         request = _grpc_request("big", ["OUT"])
         done = cache.submit(request, execute)
-        answers.append(_finish_infer_bytes("big", _settled(request, done)))
+        answers.append(finish_infer_bytes("big", _settled(request, done)))
     assert all(type(a) is SplitMessage for a in answers)
     assert answers[0].joined() == answers[1].joined() == answers[2].joined()  # type: ignore[union-attr]
 
@@ -237,7 +237,7 @@ def test_kept_bytes_count_against_the_size_and_evict_older_entries() -> None:
             request.inputs[0].data = VALUES + 3
             response = _settled(request, cache.submit(request, _executed))
             assert response.encoded_forms is not None
-            _finish_infer_bytes("h", response)
+            finish_infer_bytes("h", response)
             prefs = OutputPrefs(default_binary=binary)
             KServeRoutes(None, 1 << 30)._encode("h", prefs, None, _completed(response))  # type: ignore[arg-type]
             assert store.used <= store.size
@@ -299,7 +299,7 @@ def test_grpc_hit_with_parameters_is_serialised_by_protobuf() -> None:
     request = _grpc_request("p", None)
     response = _settled(request, cache.submit(request, _executed))
     response.parameters = {"note": "x"}  # not what a kept response carries: no reuse
-    native = _finish_infer_bytes("p", response)
+    native = finish_infer_bytes("p", response)
     message = service_pb2.ModelInferResponse.FromString(native)  # type: ignore[arg-type]
     assert message.id == "p" and message.parameters["note"].string_param == "x"
     assert response.encoded_forms is not None and response.encoded_forms.encoded(("grpc", "OUT", "RUN")) is None
@@ -308,8 +308,9 @@ def test_grpc_hit_with_parameters_is_serialised_by_protobuf() -> None:
 class _Service:
     """What ``KServeRoutes.infer`` uses of the service, over one version's cache."""
 
-    def __init__(self, cache: VersionCache) -> None:
+    def __init__(self, cache: VersionCache, version: str = "") -> None:
         self.cache = cache
+        self.version = version
         self.submitted = 0
 
     def submit(self, request: InferRequest) -> Completion:
@@ -320,7 +321,7 @@ class _Service:
         return done
 
     def replay(self, name: str, version: str, replay: object) -> Any:
-        assert (name, version) == (MODEL, "")
+        assert (name, version) == (MODEL, self.version)
         return self.cache.replay(replay)
 
 
@@ -366,3 +367,42 @@ def test_http_requests_like_an_earlier_hit_are_replayed_without_decoding(
     cache.drop()  # the version was unloaded: its replays are gone with its entries
     answer("5")
     assert service.submitted == 4
+
+
+@pytest.mark.parametrize("version", ["", "1"])
+@pytest.mark.parametrize("outputs", [None, ["OUT"]])
+def test_grpc_requests_like_an_earlier_hit_are_replayed_without_decoding(
+    version: str, outputs: list[str] | None
+) -> None:
+    from tritium.frontends.grpc.infer_bytes import begin_infer_bytes
+    from tritium.frontends.grpc.infer_plans import RequestPlans
+
+    cache = _cache()
+    service = _Service(cache, version)
+    plans = RequestPlans()
+
+    def answer(request_id: str) -> bytes:
+        message = service_pb2.ModelInferRequest(model_name=MODEL, model_version=version, id=request_id)
+        message.inputs.add(name="IN", datatype="FP32", shape=[6])
+        message.raw_input_contents.append(VALUES.tobytes())
+        for name in outputs or ():
+            message.outputs.add(name=name)
+        done, finish = begin_infer_bytes(service, plans, message.SerializeToString())  # type: ignore[arg-type]
+        reply = finish(done.result())
+        return reply.joined() if type(reply) is SplitMessage else reply
+
+    miss = service_pb2.ModelInferResponse.FromString(answer("m"))
+    answer("h")  # a hit: filed as a replay
+    assert service.submitted == 2
+    hits = cache.stats.cache_hit.count
+    for request_id in ("r1", "", "a-longer-id"):
+        reply = service_pb2.ModelInferResponse.FromString(answer(request_id))
+        assert service.submitted == 2  # replayed: never decoded or submitted
+        expected = service_pb2.ModelInferResponse()
+        expected.CopyFrom(miss)
+        expected.id = request_id
+        assert reply == expected
+    assert cache.stats.cache_hit.count == hits + 3
+    cache.drop()
+    answer("after")
+    assert service.submitted == 3

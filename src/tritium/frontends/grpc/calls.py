@@ -23,10 +23,10 @@ from tritonclient.grpc import service_pb2
 from tritium.core.completion import Completion
 from tritium.core.errors import NotFound, TritiumError
 from tritium.frontends.grpc import observability, shared_memory
+from tritium.frontends.grpc.infer_bytes import begin_infer_bytes
 from tritium.frontends.grpc.infer_calls import (
     Finish,
     begin_infer,
-    begin_infer_bytes,
     model_infer,
     model_stream_infer,
 )

@@ -30,6 +30,7 @@ from tritium.frontends.grpc.infer_response_bytes import (
     stream_response_split,
 )
 from tritium.frontends.grpc.open_streams import OpenStreams, StreamEndedAtShutdown, end_when_idle
+from tritium.frontends.grpc.replays import ReplayKey
 from tritium.frontends.grpc.status import INTERNAL, grpc_status_for
 from tritium.service import DecoupledCall
 from tritium.service.api import ServiceApi
@@ -61,7 +62,7 @@ def call_status(exc: BaseException, what: str) -> tuple[int, str]:
 DECOUPLED_REFUSED = "ModelInfer RPC doesn't support models with decoupled transaction policy"
 
 
-def _submit_unary(service: ServiceApi, request: Any, trace: dict[str, str] | None) -> Completion:
+def submit_unary(service: ServiceApi, request: Any, trace: dict[str, str] | None) -> Completion:
     if trace is not None:
         request.trace_context = trace
     try:
@@ -89,28 +90,19 @@ def begin_infer(
     Cancelling the returned future drops the request if it is still queued.
     """
     request = decode_infer_request(message)
-    future = _submit_unary(service, request, trace)
+    future = submit_unary(service, request, trace)
     request_id = request.id
     return future, lambda response: _finish_infer(request_id, response)
 
 
-def _finish_infer_bytes(request_id: str, response: InferResponse) -> bytes | SplitMessage:
+def finish_infer_bytes(
+    request_id: str, response: InferResponse, replay: ReplayKey | None = None
+) -> bytes | SplitMessage:
+    """The serialised answer to a settled ModelInfer; a response-cache hit files
+    ``replay`` (its request's replay key)."""
     if response.error is not None:
         raise response.error
-    return encode_infer_response_split(response, request_id)
-
-
-def begin_infer_bytes(
-    service: ServiceApi,
-    plans: RequestPlans,
-    data: bytes | memoryview,
-    trace: dict[str, str] | None = None,
-) -> tuple[Completion, Finish]:
-    """:func:`begin_infer` for a serialised request; ``finish`` returns the serialised
-    response (a :class:`SplitMessage` when big). Malformed bytes raise protobuf's
-    ``DecodeError``."""
-    request = plans.decode(data)
-    return _submit_unary(service, request, trace), partial(_finish_infer_bytes, request.id)
+    return encode_infer_response_split(response, request_id, replay)
 
 
 async def model_infer(
@@ -267,7 +259,7 @@ class InferStream:
             return
         try:
             reply: Any = stream_response_split(
-                _finish_infer_bytes(request.id, done.result()), FINAL_RESPONSE_FIELD[True]
+                finish_infer_bytes(request.id, done.result()), FINAL_RESPONSE_FIELD[True]
             )
         except Exception as exc:
             reply = _stream_failure(request, exc)

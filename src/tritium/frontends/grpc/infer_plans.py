@@ -312,6 +312,8 @@ class RequestPlans:
         self._plans: OrderedDict[bytes, RequestPlan | None] = OrderedDict()
         self._limit = limit
         self._layout: _Layout | None = None  # of the last message a plan built
+        #: Models with a request filed as a response-cache replay (see ``replays``).
+        self.replayed: set[str] = set()
 
     def __len__(self) -> int:
         return len(self._plans)

@@ -21,6 +21,7 @@ from tritonclient.grpc import service_pb2
 from tritium.core import datatypes
 from tritium.core.types import EncodedForms, InferResponse
 from tritium.frontends.grpc.infer_codec import encode_infer_response, raw_output_bytes
+from tritium.frontends.grpc.replays import ReplayKey
 
 _RAW_OUTPUT_TAG = b"\x32"  # ModelInferResponse.raw_output_contents (field 6, the last)
 _INFER_RESPONSE_TAG = b"\x12"  # ModelStreamInferResponse.infer_response (field 2)
@@ -78,13 +79,13 @@ class SplitMessage:
 
 
 def encode_infer_response_split(
-    response: InferResponse, request_id: str = ""
+    response: InferResponse, request_id: str = "", replay: ReplayKey | None = None
 ) -> bytes | SplitMessage:
     """:func:`encode_infer_response_bytes`, but a response with :data:`SPLIT_BYTES` or
     more of raw contents is returned in its parts, not joined. A response-cache hit
-    reuses an earlier hit's bytes (:func:`hit_response_split`)."""
+    reuses an earlier hit's bytes (:func:`hit_response_split`), and files ``replay``."""
     if response.encoded_forms is not None:
-        return hit_response_split(response.encoded_forms, response, request_id)
+        return hit_response_split(response.encoded_forms, response, request_id, replay)
     parts, raw = _response_parts(response, response.id or request_id)
     if type(parts) is bytes:
         return parts
@@ -152,14 +153,17 @@ def _response_parts(response: InferResponse, response_id: str) -> tuple[bytes | 
 
 
 def hit_response_split(
-    forms: EncodedForms, response: InferResponse, request_id: str = ""
+    forms: EncodedForms,
+    response: InferResponse,
+    request_id: str = "",
+    replay: ReplayKey | None = None,
 ) -> bytes | SplitMessage:
     """:func:`encode_infer_response_split` of a response-cache hit (its entry: ``forms``).
 
     The response is serialised once per set of outputs returned, without its id, as the
     model fields and the rest, kept with the entry; each hit splices its id field between
     the two, where the serialiser puts it (field 3 after fields 1 and 2): the bytes a miss
-    gives."""
+    gives. ``replay`` (the request's replay key) is filed as answered by that form."""
     outputs = response.outputs
     if len(outputs) == 1:
         key: tuple = (_FORM, outputs[0].name)
@@ -174,8 +178,15 @@ def hit_response_split(
         head: bytes = parts[0]
         kept = (head, b"".join(parts[1:]))
         forms.keep_encoded(key, kept, len(head) + len(kept[1]))
+    if replay is not None:
+        forms.keep_replay(replay.key, key, replay.nbytes)
+    return spliced(kept, response.id or request_id)
+
+
+def spliced(kept: tuple[bytes, bytes], response_id: str) -> bytes | SplitMessage:
+    """A kept form (the serialised response without its id, in two parts) with
+    ``response_id`` spliced in as its id field."""
     head, tail = kept
-    response_id = response.id or request_id
     if not response_id:
         return SplitMessage([head, tail]) if len(tail) >= SPLIT_BYTES else head + tail
     encoded = response_id.encode()

@@ -69,10 +69,8 @@ class LoadOptions:
     restart_after_init_error: bool = False
     # Keep per-request latency summaries (--metrics-config summary_latencies=true).
     latency_summaries: bool = False
-    # Workers poll for their next batch this long before they sleep (``--busy-poll-worker-us``),
-    # and this long after a batch sent while one client's request was all in flight
-    # (``--busy-poll-us``); up to ``worker_spare_poll_us`` while their polls find the core
-    # to themselves (``--busy-poll-worker-spare-us``).
+    # How long workers poll for their next batch (--busy-poll-worker-us, up to
+    # --busy-poll-worker-spare-us while the core is theirs; --busy-poll-us after a lone request).
     worker_poll_us: int = 0
     worker_spare_poll_us: int = 0
     lone_poll_us: int = 0
