@@ -11,7 +11,7 @@ of its code.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Hashable
+from collections.abc import Awaitable
 from functools import partial
 
 from tritium.core.completion import Completion
@@ -53,6 +53,7 @@ from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.reused_bodies import (
     REPLAY_BYTES,
     Body,
+    ReplayKey,
     form_key,
     keep_body,
     replay_key,
@@ -211,9 +212,9 @@ class KServeRoutes:
                 model, version, body, request.headers.get("inference-header-content-length")
             )
             if keyed is not None:
-                kept = service.replay(model, version, keyed[0])
+                kept = service.replay(model, version, keyed.key)
                 if kept is not None:
-                    return _answer(*spliced(kept, keyed[1]))
+                    return _answer(*spliced(kept, keyed.request_id))
         try:
             if compressed is not None:
                 body = decompress(body, compressed, self._max_input_size)
@@ -237,7 +238,7 @@ class KServeRoutes:
                 replay = replay_key(
                     model, version, body, request.headers.get("inference-header-content-length")
                 )
-                if replay is not None and replay[1] != infer_request.id:
+                if replay is not None and replay.request_id != infer_request.id:
                     replay = None  # an id the key does not see (a second "id" member)
                 self._replayed.add(model)
             return self._encode(infer_request.id, prefs, accept, done, replay=replay)
@@ -299,10 +300,10 @@ class KServeRoutes:
         accept: str | None,
         done: Completion,
         compress_here: bool = False,
-        replay: tuple[Hashable, str, int] | None = None,
+        replay: ReplayKey | None = None,
     ) -> HttpResponse | Awaitable[HttpResponse]:
-        """The answer to a settled infer; ``replay`` (a hit's replay key, its request id,
-        the key's size) is filed with the cache entry that answered it."""
+        """The answer to a settled infer; ``replay`` (a hit's replay key) is filed with the
+        cache entry that answered it."""
         try:
             response = done.result()
             if response.error is not None:
@@ -360,7 +361,7 @@ def _hit_body(
     prefs: OutputPrefs,
     rid: str,
     threaded: bool,
-    replay: tuple[Hashable, str, int] | None = None,
+    replay: ReplayKey | None = None,
 ) -> Body:
     """The body of a response-cache hit: an earlier hit's bytes in the same form, else
     encoded now and kept for the next ones (kept only on the event loop, which owns the
@@ -372,7 +373,7 @@ def _hit_body(
         if not threaded:
             keep_body(forms, key, rid, body)
     if replay is not None:
-        forms.keep_replay(replay[0], key, replay[2])
+        forms.keep_replay(replay.key, key, replay.nbytes)
     return body
 
 

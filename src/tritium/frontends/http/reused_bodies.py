@@ -17,6 +17,7 @@ bytes, same model version: the same decoded request, so the same answer.
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import NamedTuple
 
 import orjson
 
@@ -75,13 +76,19 @@ def keep_body(
     forms.keep_encoded(key, (tail, json_tail), len(tail))
 
 
+class ReplayKey(NamedTuple):
+    key: Hashable
+    request_id: str
+    nbytes: int  # what the key costs in the cache
+
+
 def replay_key(
     model: str, version: str, body: bytes, header_length: str | None
-) -> tuple[Hashable, str, int] | None:
+) -> ReplayKey | None:
     """The replay key of a request (``body`` up to :data:`REPLAY_BYTES`, its
-    ``Inference-Header-Content-Length``), its id, and the key's size in bytes; None for a
-    body that is not keyed so (a raw tensor body, an id that is not a plain string, a
-    header length that does not parse: the full path answers those)."""
+    ``Inference-Header-Content-Length``); None for a body that is not keyed so (a raw
+    tensor body, an id that is not a plain string, a header length that does not parse:
+    the full path answers those)."""
     if header_length is None:
         split = len(body)
     elif header_length.isdigit() and header_length.isascii():
@@ -98,4 +105,5 @@ def replay_key(
             return None
         request_id = found
     data = body[split:]
-    return (model, version, header, data), request_id, len(header) + len(data) + len(model)
+    nbytes = len(header) + len(data) + len(model)
+    return ReplayKey((model, version, header, data), request_id, nbytes)
