@@ -29,6 +29,7 @@ def begin_infer_bytes(
     protobuf's ``DecodeError``. A small request like an earlier response-cache hit is
     answered from the cache's kept bytes without being decoded (``replays``)."""
     replayable = trace is None and len(data) <= REPLAY_BYTES
+    keyed = None
     if replayable and model_name(data) in plans.replayed:  # a model with hits filed
         keyed = replay_key(bytes(data))
         if keyed is not None:
@@ -40,7 +41,8 @@ def begin_infer_bytes(
     request = plans.decode(data)
     done = submit_unary(service, request, trace)
     if replayable and done.done():  # a response-cache hit, answered already
-        keyed = replay_key(bytes(data))
+        if keyed is None:
+            keyed = replay_key(bytes(data))
         if keyed is not None and keyed.request_id == request.id:
             plans.replayed.add(keyed.model)
             return done, partial(finish_infer_bytes, request.id, replay=keyed)

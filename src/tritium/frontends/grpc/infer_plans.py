@@ -114,6 +114,30 @@ class _Fields:
     raws: list[tuple[int, int, int]]  # (field start, value start, end) per raw content
 
 
+def field_at(view: bytes | memoryview, pos: int) -> tuple[int, int, int] | None:
+    """(tag, value start, end) of the length-delimited field at ``pos``; None when the
+    bytes there are not one."""
+    n = len(view)
+    if pos + 1 >= n:
+        return None
+    length = view[pos + 1]
+    start = pos + 2
+    if length & 0x80:
+        length &= 0x7F
+        shift = 7
+        while True:
+            if start >= n or shift > 28:
+                return None
+            byte = view[start]
+            start += 1
+            length |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                break
+            shift += 7
+    end = start + length
+    return None if end > n else (view[pos], start, end)
+
+
 def _fields(view: memoryview) -> _Fields | None:
     """The fields of a message in the usual field order; None for anything else."""
     n = len(view)
@@ -122,26 +146,10 @@ def _fields(view: memoryview) -> _Fields | None:
     id_field = None
     raws: list[tuple[int, int, int]] = []
     while pos < n:
-        tag = view[pos]
-        if pos + 1 >= n:
+        found = field_at(view, pos)
+        if found is None:
             return None
-        length = view[pos + 1]
-        start = pos + 2
-        if length & 0x80:
-            length &= 0x7F
-            shift = 7
-            while True:
-                if start >= n or shift > 28:
-                    return None
-                byte = view[start]
-                start += 1
-                length |= (byte & 0x7F) << shift
-                if not byte & 0x80:
-                    break
-                shift += 7
-        end = start + length
-        if end > n:
-            return None
+        tag, start, end = found
         if tag == _RAW_TAG:
             if header_end < 0:
                 header_end = pos

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import NamedTuple
 
+from tritium.frontends.grpc.infer_plans import field_at
+
 #: Requests up to this size are keyed whole for a replay.
 REPLAY_BYTES = 4096
 _NAME, _VERSION, _ID = 0x0A, 0x12, 0x1A  # field tags (length-delimited) 1, 2 and 3
@@ -27,28 +29,17 @@ class ReplayKey(NamedTuple):
     nbytes: int  # what the key costs in the cache
 
 
-def _field(data: bytes, pos: int, tag: int) -> tuple[int, int] | None:
-    """(start, end) of the length-delimited field ``tag`` at ``pos``, else None."""
+def _field(data: bytes | memoryview, pos: int, tag: int) -> tuple[int, int] | None:
+    """(start, end) of the value of field ``tag`` when it is the one at ``pos``, else None."""
     if pos >= len(data) or data[pos] != tag:
         return None
-    length = shift = 0
-    pos += 1
-    while True:
-        if pos >= len(data) or shift > 28:
-            return None
-        byte = data[pos]
-        pos += 1
-        length |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-    end = pos + length
-    return (pos, end) if end <= len(data) else None
+    found = field_at(data, pos)
+    return None if found is None else found[1:]
 
 
 def model_name(data: bytes | memoryview) -> str | None:
     """The ``model_name`` field when the request starts with it."""
-    span = _field(data, 0, _NAME)  # type: ignore[arg-type]  # indexes alike
+    span = _field(data, 0, _NAME)
     if span is None:
         return None
     try:

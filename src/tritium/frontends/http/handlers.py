@@ -85,7 +85,7 @@ def _raw_body(length: str | None) -> bool:
 
 
 async def _compressed_off_loop(
-    body: bytes, encoding: str, content_type: bytes, headers: list[tuple[bytes, bytes]]
+    body: bytes, encoding: str, content_type: bytes | None, headers: list[tuple[bytes, bytes]]
 ) -> HttpResponse:
     return HttpResponse(200, [await off_loop(compress, body, encoding)], content_type, headers)
 
@@ -207,6 +207,7 @@ class KServeRoutes:
             and accept is None
             and TRACEPARENT not in request.headers
         )
+        keyed: ReplayKey | None = None
         if replayable and model in self._replayed:
             keyed = replay_key(
                 model, version, body, request.headers.get("inference-header-content-length")
@@ -233,15 +234,15 @@ class KServeRoutes:
             return _infer_error(exc)
         if done.done() and not done.cancelled():
             # Answered already (a response-cache hit): no deferral, no callbacks.
-            replay = None
-            if replayable:
-                replay = replay_key(
+            if replayable and keyed is None:
+                keyed = replay_key(
                     model, version, body, request.headers.get("inference-header-content-length")
                 )
-                if replay is not None and replay.request_id != infer_request.id:
-                    replay = None  # an id the key does not see (a second "id" member)
+            if keyed is not None and keyed.request_id != infer_request.id:
+                keyed = None  # an id the key does not see (a second "id" member)
+            if keyed is not None:
                 self._replayed.add(model)
-            return self._encode(infer_request.id, prefs, accept, done, replay=replay)
+            return self._encode(infer_request.id, prefs, accept, done, replay=keyed)
         return DeferredResponse(done, partial(self._encode, infer_request.id, prefs, accept))
 
     async def _infer_off_loop(
@@ -325,22 +326,16 @@ class KServeRoutes:
             return from_error(exc)
         except Exception as exc:
             return internal_error(exc, "inference")
-        if accept is None:
-            return _answer(chunks, json_length)
-        headers: list[tuple[bytes, bytes]] = []
-        if json_length is None:
-            content_type = CONTENT_JSON
-        else:
-            content_type = CONTENT_BINARY
-            headers.append((b"Inference-Header-Content-Length", b"%d" % json_length))
-        chosen = response_encoding(accept)
-        if chosen is not None:
-            headers.append((b"Content-Encoding", chosen.encode()))
-            body = b"".join(chunks)
-            if len(body) >= OFFLOAD_BYTES and not compress_here:
-                return _compressed_off_loop(body, chosen, content_type, headers)
-            chunks = [compress(body, chosen)]
-        return HttpResponse(200, chunks, content_type, headers or None)
+        answer = _answer(chunks, json_length)
+        chosen = None if accept is None else response_encoding(accept)
+        if chosen is None:
+            return answer
+        headers = [*(answer.headers or ()), (b"Content-Encoding", chosen.encode())]
+        body = b"".join(chunks)
+        if len(body) >= OFFLOAD_BYTES and not compress_here:
+            return _compressed_off_loop(body, chosen, answer.content_type, headers)
+        answer.body, answer.headers = [compress(body, chosen)], headers
+        return answer
 
 
 def _answer(chunks: list[bytes | memoryview], json_length: int | None) -> HttpResponse:

@@ -3,16 +3,16 @@
 Memory is accounted exactly: an entry costs its outputs' payload bytes (BYTES tensors in
 their serialized form) plus their names, datatypes and shapes and the key, and the bytes
 of every encoded form a frontend keeps with it (see :class:`CachedResponse`); the store
-never holds more than its size. A response larger than the whole store is not kept.
+never holds more than its size. A response larger than the whole store is not kept. Eviction
+drops the least recently used entry first (a lookup hit or an insertion makes an entry
+the most recent), so which entries remain is deterministic for a given order of requests.
+Every entry belongs to one loaded version (its owner) and is dropped with it.
 
 A frontend may also file a *replay* with an entry: its own key for a whole request, byte for
 byte (less what it splices back in, such as the request id), that was answered from the
 entry in one of its encoded forms. A request with the same bytes is then answered with
 that form without being decoded, keyed or looked up (``replay``); the replay's key counts
-in the entry's bytes and goes with it. Eviction
-drops the least recently used entry first (a lookup hit or an insertion makes an entry
-the most recent), so which entries remain is deterministic for a given order of requests.
-Every entry belongs to one loaded version (its owner) and is dropped with it.
+in the entry's bytes and goes with it.
 """
 
 from __future__ import annotations
@@ -165,7 +165,9 @@ class ResponseStore:
         self.insertion_ns += spent
         return spent
 
-    def keep_encoded(self, entry: CachedResponse, form: Hashable, value: Any, nbytes: int) -> bool:
+    def keep_encoded(
+        self, entry: CachedResponse, form: Hashable, value: Any, nbytes: int
+    ) -> bool:
         """Add an encoded form to ``entry`` (still held, not holding ``form`` yet), evicting
         the least recently used other entries to make room; False when it does not fit
         without evicting ``entry`` itself, or ``entry`` is no longer held."""
