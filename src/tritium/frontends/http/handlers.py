@@ -38,6 +38,7 @@ from tritium.frontends.http.messages import (
     CONTENT_JSON,
     CONTENT_TEXT,
     EMPTY_OK,
+    INFER_HEADER_LENGTH,
     DeferredResponse,
     HttpRequest,
     HttpResponse,
@@ -49,6 +50,7 @@ from tritium.frontends.http.messages import (
 from tritium.frontends.http.observability import ObservabilityRoutes
 from tritium.frontends.http.output_prefs import OutputPrefs
 from tritium.frontends.http.raw_request import decode_raw_request
+from tritium.frontends.http.replays import Replays
 from tritium.frontends.http.repository_routes import RepositoryRoutes
 from tritium.frontends.http.reused_bodies import (
     REPLAY_BYTES,
@@ -58,7 +60,6 @@ from tritium.frontends.http.reused_bodies import (
     keep_body,
     replay_key,
     reused_body,
-    spliced,
 )
 from tritium.frontends.http.router import Params, Router
 from tritium.frontends.http.shared_memory_routes import SharedMemoryRoutes
@@ -96,9 +97,7 @@ class KServeRoutes:
     def __init__(self, service: ServiceApi, max_input_size: int) -> None:
         self._service = service
         self._max_input_size = max_input_size
-        # Models that had a small request answered from the response cache: only their
-        # requests are keyed for a replay (see reused_bodies).
-        self._replayed: set[str] = set()
+        self._replays = Replays(service)
 
     def register(self, router: Router) -> None:
         add = router.add
@@ -109,7 +108,7 @@ class KServeRoutes:
             add("GET", base, self.model_metadata)
             add("GET", base + "/ready", self.model_ready)
             add("GET", base + "/config", self.model_config)
-            add("POST", base + "/infer", self.infer)
+            add("POST", base + "/infer", self.infer, self._replays.quick)
             add("GET", base + "/stats", self.model_statistics)
         add("GET", "/v2/models/stats", self.model_statistics)
         SharedMemoryRoutes(self._service).register(router)
@@ -208,14 +207,14 @@ class KServeRoutes:
             and TRACEPARENT not in request.headers
         )
         keyed: ReplayKey | None = None
-        if replayable and model in self._replayed:
+        if replayable and model in self._replays.models:
             keyed = replay_key(
                 model, version, body, request.headers.get("inference-header-content-length")
             )
             if keyed is not None:
-                kept = service.replay(model, version, keyed.key)
-                if kept is not None:
-                    return _answer(*spliced(kept, keyed.request_id))
+                replayed = self._replays.body(model, version, keyed)
+                if replayed is not None:
+                    return _answer(*replayed)
         try:
             if compressed is not None:
                 body = decompress(body, compressed, self._max_input_size)
@@ -241,7 +240,7 @@ class KServeRoutes:
             if keyed is not None and keyed.request_id != infer_request.id:
                 keyed = None  # an id the key does not see (a second "id" member)
             if keyed is not None:
-                self._replayed.add(model)
+                self._replays.models.add(model)
             return self._encode(infer_request.id, prefs, accept, done, replay=keyed)
         return DeferredResponse(done, partial(self._encode, infer_request.id, prefs, accept))
 
@@ -346,7 +345,7 @@ def _answer(chunks: list[bytes | memoryview], json_length: int | None) -> HttpRe
         200,
         chunks,
         CONTENT_BINARY,
-        [(b"Inference-Header-Content-Length", b"%d" % json_length)],
+        [(INFER_HEADER_LENGTH, b"%d" % json_length)],
     )
 
 

@@ -22,6 +22,8 @@ logger = logging.getLogger("tritium.frontends.http")
 CONTENT_JSON = b"application/json"
 CONTENT_TEXT = b"text/plain"
 CONTENT_BINARY = b"application/octet-stream"
+#: The header of a binary infer body: the length of its JSON part.
+INFER_HEADER_LENGTH = b"Inference-Header-Content-Length"
 
 
 @dataclass(slots=True)

@@ -3,7 +3,8 @@
 One protocol object per connection. Requests are parsed as bytes arrive, routed, and
 handled; synchronous handlers answer at once, coroutine handlers run as tasks. A read
 that repeats the connection's last request head with a body of the same length skips the
-parser (see ``request_heads``).
+parser (see ``request_heads``), and one its route can answer at once (a response-cache
+replay) is answered without queueing when nothing is waiting before it.
 Pipelined requests are answered strictly in request order whatever order their
 handlers finish in. Reading pauses while too many requests are queued or while the
 transport's write buffer is full, and resumes when both drain. Each response is one
@@ -25,6 +26,7 @@ from collections import deque
 
 import httptools
 
+from tritium.core.write_burst import WRITES
 from tritium.frontends.http.messages import error_response
 from tritium.frontends.http.request_heads import RequestHead, planned_head
 from tritium.frontends.http.request_reading import RequestReading
@@ -150,9 +152,14 @@ class HttpProtocol(RequestReading):
         head = self._head
         if idle and head is not None and len(data) == head.size and data.startswith(head.raw):
             if not self._draining:
-                self._answer(
-                    True, head.method, head.path, head.query, head.headers, data[len(head.raw) :]
-                )
+                body = data[len(head.raw) :]
+                quick = head.quick
+                if quick is not None and not self._queue:
+                    answer = quick(head.params, head.headers, body)
+                    if answer is not None:
+                        WRITES.write(self._transport.write, answer)  # type: ignore[union-attr]
+                        return
+                self._answer(True, head.method, head.path, head.query, head.headers, body)
                 return
         self._completed = 0
         if self._feed(data) and idle and self._completed == 1 and not self._in_message:
@@ -213,9 +220,12 @@ class HttpProtocol(RequestReading):
             return
         if raw == self._refused:
             return  # a head that cannot be kept is not checked again
-        self._head = planned_head(raw, self._body_size, *found, self._headers)
-        if self._head is None:
+        head = self._head = planned_head(raw, self._body_size, *found, self._headers)
+        if head is None:
             self._refused = raw
+        elif not self._debug:  # a quick answer is not logged: debug logs take the full path
+            route = self._router.match(head.method, head.path)
+            head.quick, head.params = route.quick, route.params
         self._candidate = b""
 
     def close_after_response(self) -> None:

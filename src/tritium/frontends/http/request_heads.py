@@ -7,7 +7,8 @@ holding exactly one request, the head is kept with what the parser made of it: m
 path, query and headers. A later read that is that head followed by exactly the body length
 it declares is then that same request with a new body: byte-identical heads parse
 identically, so the parser's callbacks, the header decoding and the URL splitting are
-skipped. Anything else (another head, a partial or pipelined read, chunked bodies,
+skipped, and a route with a quick answer (a response-cache replay) may answer it at
+once. Anything else (another head, a partial or pipelined read, chunked bodies,
 ``Expect``, upgrades, HTTP/1.0, ``Connection: close``) goes through the parser as before.
 
 A head is only kept after a fresh parser has confirmed where it ends: the request line and
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import httptools
 
+from tritium.frontends.http.router import Params, QuickAnswer
+
 #: Heads longer than this are parsed every time (large headers are rare and not worth it).
 MAX_HEAD = 8 * 1024
 
@@ -25,7 +28,7 @@ MAX_HEAD = 8 * 1024
 class RequestHead:
     """One parsed request head: its exact bytes and what they mean."""
 
-    __slots__ = ("raw", "size", "method", "path", "query", "headers")
+    __slots__ = ("raw", "size", "method", "path", "query", "headers", "quick", "params")
 
     def __init__(
         self, raw: bytes, body_size: int, method: str, path: str, query: str, headers: dict
@@ -36,6 +39,9 @@ class RequestHead:
         self.path = path
         self.query = query
         self.headers = headers  # shared by every request with this head: read-only
+        # the route's quick answer and its path parameters (see router.QuickAnswer)
+        self.quick: QuickAnswer | None = None
+        self.params: Params = {}
 
 
 class _HeadEnd:

@@ -7,7 +7,12 @@ per status and content type, so it costs one formatting operation.
 
 from __future__ import annotations
 
-from tritium.frontends.http.messages import HttpResponse
+from tritium.frontends.http.messages import (
+    CONTENT_BINARY,
+    CONTENT_JSON,
+    INFER_HEADER_LENGTH,
+    HttpResponse,
+)
 from tritium.frontends.http.status import STATUS_LINES, status_line
 
 # (status, content type) -> the head of a keep-alive HTTP/1.1 answer up to its length
@@ -62,3 +67,19 @@ def response_bytes(response: HttpResponse, keep_alive: bool, http10: bool) -> by
     else:
         parts.extend(body)  # type: ignore[arg-type]  # not bytes: a list of chunks
     return b"".join(parts)
+
+
+_JSON_OK = _prefix(200, CONTENT_JSON)
+_BINARY_OK = _prefix(200, CONTENT_BINARY)
+
+
+def infer_ok_bytes(head: bytes, tail: bytes, json_length: int | None) -> bytes:
+    """A successful infer's keep-alive HTTP/1.1 answer whose body is ``head`` + ``tail``
+    (a JSON body, or a binary one whose JSON part is ``json_length`` long), byte for byte
+    what :func:`response_bytes` writes for the handler's answer, in one formatting step."""
+    size = len(head) + len(tail)
+    if json_length is None:
+        return b"%b%d\r\n\r\n%b%b" % (_JSON_OK, size, head, tail)
+    return b"%b%d\r\n%b: %d\r\n\r\n%b%b" % (
+        _BINARY_OK, size, INFER_HEADER_LENGTH, json_length, head, tail
+    )

@@ -22,8 +22,9 @@ from typing import NamedTuple
 import orjson
 
 from tritium.core.types import EncodedForms, InferResponse
-from tritium.frontends.http.infer_decode import ID_FIRST, without_id
+from tritium.frontends.http.infer_decode import ID_FIRST
 from tritium.frontends.http.output_prefs import OutputPrefs
+from tritium.frontends.http.response_bytes import infer_ok_bytes
 
 _FORM = "http"
 #: Requests with bodies up to this size are keyed whole for a replay.
@@ -61,6 +62,13 @@ def spliced(kept: tuple[bytes, int | None], request_id: str) -> Body:
     return [head, tail], (None if json_tail is None else len(head) + json_tail)
 
 
+def spliced_answer(kept: tuple[bytes, int | None], request_id: str) -> bytes:
+    """:func:`spliced` as a whole keep-alive HTTP/1.1 answer, ready to write."""
+    tail, json_tail = kept
+    head = _head(request_id)
+    return infer_ok_bytes(head, tail, None if json_tail is None else len(head) + json_tail)
+
+
 def keep_body(
     forms: EncodedForms, key: Hashable, request_id: str, body: Body
 ) -> None:
@@ -88,7 +96,10 @@ def replay_key(
     """The replay key of a request (``body`` up to :data:`REPLAY_BYTES`, its
     ``Inference-Header-Content-Length``); None for a body that is not keyed so (a raw
     tensor body, an id that is not a plain string, a header length that does not parse:
-    the full path answers those)."""
+    the full path answers those).
+
+    The key is the body after its opening ``{`` and a leading ``"id"`` member, with what
+    is left of its JSON header's length: equal keys, equal requests but for the id."""
     if header_length is None:
         split = len(body)
     elif header_length.isdigit() and header_length.isascii():
@@ -97,13 +108,22 @@ def replay_key(
             return None
     else:
         return None
-    header = body[:split]
+    if not body.startswith(b"{"):
+        return None
     request_id = ""
-    if header.startswith(ID_FIRST):
-        header, found = without_id(header)
-        if found is None:
+    if body.startswith(ID_FIRST):
+        end = body.find(b'"', 7, split)
+        if end < 0 or end + 1 >= split or body[end + 1] != 0x2C or b"\\" in body[7:end]:
             return None
-        request_id = found
-    data = body[split:]
-    nbytes = len(header) + len(data) + len(model)
-    return ReplayKey((model, version, header, data), request_id, nbytes)
+        try:
+            request_id = body[7:end].decode()
+        except UnicodeDecodeError:
+            return None
+        if not request_id.isprintable():
+            return None
+        start = end + 2
+    else:
+        start = 1
+    rest = body[start:]
+    split -= start
+    return ReplayKey((model, version, split, rest), request_id, len(rest) + len(model))

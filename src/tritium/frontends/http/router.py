@@ -36,6 +36,11 @@ Handler = Callable[
     "HttpResponse | DeferredResponse | EventStream | Awaitable[HttpResponse | EventStream]",
 ]
 
+#: A route's quick answer to a request whose head the connection has seen before (see
+#: ``request_heads``): the whole keep-alive HTTP/1.1 answer from the path parameters, the
+#: head's headers and the body, or None to take the handler's path.
+QuickAnswer = Callable[[Params, dict[str, str], bytes], "bytes | None"]
+
 _CACHE_LIMIT = 4096
 _LITERAL, _TEXT, _INT = 0, 1, 2
 
@@ -47,6 +52,8 @@ class Match:
     handler: Handler | None
     params: Params
     status: int = 200
+    #: The route's quick answer; None when it has none or its group is restricted.
+    quick: QuickAnswer | None = None
 
 
 _NO_ROUTE = Match(None, {}, 404)
@@ -62,6 +69,8 @@ class _Route:
     group: str | None
     #: The handler as registered (``handler`` may wrap it in a restriction check).
     registered: Handler
+    #: The quick answer as registered (offered only while the route is unrestricted).
+    quick: QuickAnswer | None = None
 
 
 def _guarded(restriction: Restriction, handler: Handler) -> Handler:
@@ -107,18 +116,28 @@ class Router:
         """Apply ``restricted`` to the routes added so far and to every later one."""
         self._restricted = restricted
         for routes in self._by_length.values():
-            routes[:] = [self._route(r.method, r.segments, r.registered, r.group) for r in routes]
+            routes[:] = [
+                self._route(r.method, r.segments, r.registered, r.group, r.quick) for r in routes
+            ]
         self._cache.clear()
 
     def _route(
-        self, method: str, segments: tuple[tuple[int, str], ...], handler: Handler, group: str | None
+        self,
+        method: str,
+        segments: tuple[tuple[int, str], ...],
+        handler: Handler,
+        group: str | None,
+        quick: QuickAnswer | None,
     ) -> _Route:
         restriction = self._restricted.for_group(group)
         served = handler if restriction is None else _guarded(restriction, handler)
-        return _Route(method, segments, served, group, handler)
+        return _Route(method, segments, served, group, handler, quick)
 
-    def add(self, method: str, pattern: str, handler: Handler) -> None:
-        """Register ``handler`` for ``method`` (e.g. "GET") on ``pattern``.
+    def add(
+        self, method: str, pattern: str, handler: Handler, quick: QuickAnswer | None = None
+    ) -> None:
+        """Register ``handler`` for ``method`` (e.g. "GET") on ``pattern``, with an optional
+        ``quick`` answer for repeated heads (a restricted route never offers it).
 
         When two patterns match one path, the one with a literal segment where the other
         has a parameter wins (``/v2/models/stats`` before ``/v2/models/{model}``), then
@@ -126,7 +145,8 @@ class Router:
         """
         segments = _compile(pattern)
         routes = self._by_length.setdefault(len(segments), [])
-        routes.append(self._route(method.upper(), segments, handler, http_route_group(pattern)))
+        group = http_route_group(pattern)
+        routes.append(self._route(method.upper(), segments, handler, group, quick))
         routes.sort(key=lambda r: [kind != _LITERAL for kind, _ in r.segments])
         self._cache.clear()
 
@@ -153,7 +173,8 @@ class Router:
             if route.method != method:
                 wrong_method = True
                 continue
-            return Match(route.handler, params)
+            quick = route.quick if route.handler is route.registered else None
+            return Match(route.handler, params, 200, quick)
         return _WRONG_METHOD if wrong_method else _NO_ROUTE
 
 
