@@ -108,3 +108,38 @@ def test_after_a_lone_request_outlasted_the_budget_the_next_one_sleeps_until_ans
         spinner.end()
 
     asyncio.run(main())
+
+
+def test_answers_given_at_once_linger_unless_other_clients_are_sending(monkeypatch):  # noqa: ANN001
+    # Response-cache replays are never in flight: one alone (a lone client) keeps the loop
+    # polling for the next; two within CROWDED_NS come from several clients and stop it.
+    clock = FakeClock(1_000_000_000)
+    monkeypatch.setattr(spin, "now_ns", clock)
+
+    async def main() -> None:
+        spinner = LoneRequestSpinner(busy_ns=1_000_000, linger_ns=150_000)
+        spinner.linger()
+        assert spinner.spinning
+        clock.now += 80_000  # a lone client's next request, a round trip later
+        spinner.linger()
+        await asyncio.sleep(0)
+        assert spinner.spinning
+        clock.now += 3_000  # another client's request in the same burst
+        spinner.linger()
+        await _turns_while(spinner, 5.0)
+        assert not spinner.spinning
+        clock.now += 200_000
+        spinner.begin()  # a request in flight: an answer at once does not linger
+        spinner.begin()
+        await _turns_while(spinner, 5.0)
+        clock.now += 100_000
+        spinner.linger()
+        assert not spinner.spinning
+        spinner.end()
+        spinner.end()
+        # Turned off: never polls.
+        quiet = LoneRequestSpinner(busy_ns=0, linger_ns=0)
+        quiet.linger()
+        assert not quiet.spinning
+
+    asyncio.run(main())

@@ -11,6 +11,8 @@ in flight the loop has work of its own and sleeps as before, and an idle server 
 polling after ``linger_ns``. A lone request that outlasted the polling budget (a slow
 model) makes the next one sleep from the start: polling would only burn the budget; the
 answer wakes the loop, and the linger after it still catches the client's next request.
+A request answered at once (a response-cache replay) is never in flight; after one the loop
+lingers the same way, unless such answers come close together (several clients).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from tritium.core.clock import now_ns
 # polling after the last answer for the client's next request.
 BUSY_NS = 1_000_000
 LINGER_NS = 150_000
+# Requests answered at once this close together come from more than one client.
+CROWDED_NS = 25_000
 
 
 class LoneRequestSpinner:
@@ -38,6 +42,7 @@ class LoneRequestSpinner:
         "_linger_ns",
         "_began",
         "_slow",
+        "_last_quick",
     )
 
     def __init__(self, busy_ns: int = BUSY_NS, linger_ns: int = LINGER_NS) -> None:
@@ -49,6 +54,7 @@ class LoneRequestSpinner:
         self._linger_ns = linger_ns
         self._began = 0  # when the lone request in flight began (0: none, or not alone)
         self._slow = False  # the last lone request outlasted ``busy_ns``
+        self._last_quick = 0  # when the last request answered at once was
 
     def begin(self) -> None:
         """A request was accepted."""
@@ -78,6 +84,24 @@ class LoneRequestSpinner:
                 self._until = now + self._linger_ns
                 if not self._spinning:
                     self._start()
+
+    def linger(self) -> None:
+        """A request was answered at once, never in flight (a response-cache replay):
+        with nothing else in flight, poll a while for the client's next request. Such
+        requests do not count in flight, so one that follows the last within
+        :data:`CROWDED_NS` says other clients are sending: the loop has work of its own,
+        and stops polling."""
+        if not self._linger_ns:
+            return
+        now = now_ns()
+        crowded = now - self._last_quick < CROWDED_NS
+        self._last_quick = now
+        if crowded or self.in_flight:
+            self._until = 0  # spinning, if it is, stops at its next turn
+        else:
+            self._until = now + self._linger_ns
+            if not self._spinning:
+                self._start()
 
     @property
     def enabled(self) -> bool:

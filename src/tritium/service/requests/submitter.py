@@ -109,7 +109,12 @@ class Submitter:
             cache = self.table.get(name, version).cache
         except TritiumError:
             return None
-        return None if cache is None else cache.replay(replay)
+        if cache is None:
+            return None
+        form = cache.replay(replay)
+        if form is not None and self._counted is not None:
+            self._counted.linger()
+        return form
 
     def is_decoupled(self, name: str, version: str) -> bool:
         """Whether the model (version) uses the decoupled transaction policy."""
