@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tritium.backends.graph_batches import Collected, batch_feeds, run_items
 from tritium.backends.python import pb_utils
 from tritium.backends.python.batch_inputs import Refs, build_requests
 from tritium.backends.python.batch_outputs import collect, write_outputs
@@ -59,6 +60,7 @@ class ModelHost:
         self._timing = [0, 0, 0]  # build inputs, execute, write outputs (ns)
         self._all_outputs: list[str] = []
         self._has_is_ready = False
+        self._graph = False  # a graph backend's model (onnxruntime, openvino)
         self.decoupled = False
         self.coroutines = CoroutineRunner()
 
@@ -84,6 +86,7 @@ class ModelHost:
         if self.config.get("backend") != "python":
             loader = self._graph_loader(version_dir)
         if loader is not None:
+            self._graph = True
             self.model_class, self.config = loader.load(
                 self.model_name,
                 self.version,
@@ -222,8 +225,15 @@ class ModelHost:
         """The reply to one batch (``Result`` or ``Need``), or (while the worker serves on the model's
         loop, for an ``async def execute``) a coroutine that returns it. ``keep`` (id,
         arena) is a shared arena lent for outputs of at least ``KEEP_MIN_BYTES``; ``refs``
-        see ``batch_inputs.build_requests``."""
+        see ``batch_inputs.build_requests``. A graph model's batch of like requests runs
+        straight from the items (``graph_batches``)."""
         t0 = time.monotonic_ns()
+        if self._graph and refs is None:
+            fed = batch_feeds(self.model, items, in_arena)
+            if fed is not None:
+                t1 = time.monotonic_ns()
+                collected = run_items(self.model, *fed, len(items), self._output_checks)
+                return self._place(collected, t0, t1, time.monotonic_ns(), out_arena, keep)
         requests = build_requests(
             items, in_arena, self.model_name, self.version, self._all_outputs, refs
         )
@@ -275,7 +285,15 @@ class ModelHost:
         keep: Keep | None = None,
     ) -> Result | Need:
         t2 = time.monotonic_ns()
-        replies, placed, end = collect(result, requests, self.instance_name, self._output_checks)
+        collected = collect(result, requests, self.instance_name, self._output_checks)
+        return self._place(collected, t0, t1, t2, out_arena, keep)
+
+    def _place(
+        self, collected: Collected, t0: int, t1: int, t2: int, out_arena: Arena, keep: Keep | None
+    ) -> Result | Need:
+        """Write the collected outputs where they go (or ask for room for them); ``t0``..
+        ``t2``: when building the inputs began, execution began, execution ended."""
+        replies, placed, end = collected
         self._timing = [t1 - t0, t2 - t1, t2]
         if keep is not None and end >= KEEP_MIN_BYTES:
             # Large outputs of an ensemble step stay in the shared arena lent for them.
