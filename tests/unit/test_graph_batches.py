@@ -88,6 +88,14 @@ def wire_of(array: np.ndarray) -> str:
     return {np.float32: "FP32", np.int32: "INT32", np.float16: "FP16"}[array.dtype.type]
 
 
+def random_pairs(seed: int, count: int) -> list[dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    return [
+        {"INPUT0": rng.random((1, 4), np.float32), "INPUT1": rng.random((1, 4), np.float32)}
+        for _ in range(count)
+    ]
+
+
 @pytest.fixture
 def add_sub(tmp_path: Path):
     host = Host(tmp_path, om.add_sub())
@@ -96,11 +104,7 @@ def add_sub(tmp_path: Path):
 
 
 def test_a_batch_of_like_requests_runs_from_the_items(add_sub: Host) -> None:
-    rng = np.random.default_rng(1)
-    requests = [
-        {"INPUT0": rng.random((1, 4), np.float32), "INPUT1": rng.random((1, 4), np.float32)}
-        for _ in range(5)
-    ]
+    requests = random_pairs(1, 5)
     answers, path = add_sub.run(requests)
     assert path == "items"
     for request, answer in zip(requests, answers):
@@ -190,11 +194,7 @@ def test_requests_that_differ_take_the_general_path(add_sub: Host) -> None:
 
 
 def test_the_general_path_answers_the_same(add_sub: Host) -> None:
-    rng = np.random.default_rng(2)
-    requests = [
-        {"INPUT0": rng.random((1, 4), np.float32), "INPUT1": rng.random((1, 4), np.float32)}
-        for _ in range(4)
-    ]
+    requests = random_pairs(2, 4)
     fast, path = add_sub.run(requests)
     assert path == "items"
     add_sub.host._graph = False
