@@ -5,8 +5,9 @@ pb_utils requests are built over the input arena, ``execute`` returns pb_utils r
 and those are checked and placed for the output arena. For the usual batch — requests
 alike in their fixed-size inputs and the outputs they ask for — :func:`run_items` skips
 those objects: each input of the batch is read from the arena as one array (a view when
-the requests' copies lie back to back, as a lone input of an aligned size does; else one
-strided gather), and the outputs are placed exactly as
+the requests' copies lie back to back, as a lone input of an aligned size does; else the
+requests' views joined), reshaped as the general path reshapes, and the outputs are placed
+exactly as
 :func:`~tritium.backends.python.batch_outputs.collect` places a Python model's. Any other
 batch (BYTES tensors, requests that differ) takes the general path.
 """
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tritium.backends.python.output_checks import OutputChecks
-from tritium.backends.python.pb_utils_errors import TritonError, error_pair
+from tritium.backends.python.pb_utils_errors import error_pair
 from tritium.core.datatypes import RAW_DTYPES
 from tritium.ipc import Arena
 from tritium.ipc.arena import ALIGN_MASK
@@ -65,7 +66,6 @@ def batch_feeds(
     feeds = {}
     rows = 0
     offset = start
-    reshapes = model.input_reshape
     for name, tensor_wire, shape, nbytes in first.inputs:
         dtype = RAW_DTYPES.get(tensor_wire)
         if dtype is None:
@@ -82,10 +82,7 @@ def batch_feeds(
             )
         if model.batching:
             rows = shape[0]
-        reshape = reshapes.get(name)
-        if reshape is not None:
-            array = array.reshape(array.shape[:1] + reshape if model.batching else reshape)
-        feeds[name] = array
+        feeds[name] = model._model_shape(name, array)
         offset += (nbytes + ALIGN_MASK) & ~ALIGN_MASK
     return feeds, names, rows
 
@@ -103,17 +100,13 @@ def run_items(
     try:
         results = model._run(feeds, names)
     except Exception as exc:  # noqa: BLE001 - the runtime's own exception types
-        error = ReplyItem(error=error_pair(TritonError(f"{model.runtime_name}: {exc}")))
+        error = ReplyItem(error=error_pair(model._run_error(exc)))
         return [error] * n, [], 0
     wire = model.wire
-    reshapes = model.output_reshape
     batching = model.batching
     columns = []
     for name, array in zip(names, results):
-        shape = reshapes.get(name)
-        if shape is not None and shape.count(-1) <= 1:
-            array = array.reshape((array.shape[0], *shape) if batching else shape)
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(model._config_shape(name, array))
         item_shape = (rows, *array.shape[1:]) if batching else array.shape
         checks.check(name, wire[name], item_shape)
         columns.append((name, wire[name], item_shape, array))

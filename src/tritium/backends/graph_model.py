@@ -65,7 +65,7 @@ class GraphModel:
             feeds, sizes = self._feeds(requests, joined)
             results = self._run(feeds, names)
         except Exception as exc:  # noqa: BLE001 - the runtime's own exception types
-            error = TritonError(f"{self.runtime_name}: {exc}")
+            error = self._run_error(exc)
             return [InferenceResponse(error=error) for _ in requests]
         if not joined:
             return [InferenceResponse(self._tensors(names, results, None))]
@@ -94,11 +94,29 @@ class GraphModel:
         }
         return feeds, sizes
 
-    def _model_array(self, name: str, array: Any) -> Any:
+    def _run_error(self, exc: Exception) -> TritonError:
+        """The error every request of a failed run answers with."""
+        return TritonError(f"{self.runtime_name}: {exc}")
+
+    def _model_shape(self, name: str, array: Any) -> Any:
+        """Input ``name`` in the shape the model takes (its ``reshape``, if any)."""
         shape = self.input_reshape.get(name)
         if shape is not None:
             lead = array.shape[:1] if self.batching else ()
             array = array.reshape(lead + shape)
+        return array
+
+    def _config_shape(self, name: str, array: Any) -> Any:
+        """Output ``name`` in the shape of the configuration's ``dims`` (when it has a
+        ``reshape`` that leaves at most one dimension open)."""
+        shape = self.output_reshape.get(name)
+        if shape is not None and shape.count(-1) <= 1:
+            lead = array.shape[:1] if self.batching else ()
+            array = array.reshape(lead + shape)
+        return array
+
+    def _model_array(self, name: str, array: Any) -> Any:
+        array = self._model_shape(name, array)
         if name in self.strings:
             # The runtimes' strings are text: Triton's BYTES elements are taken as UTF-8.
             flat = [b.decode("utf-8") if isinstance(b, bytes) else str(b) for b in array.ravel()]
@@ -116,10 +134,7 @@ class GraphModel:
                     [s.encode("utf-8") if isinstance(s, str) else bytes(s) for s in array.ravel()],
                     dtype=object,
                 ).reshape(array.shape)
-            shape = self.output_reshape.get(name)
-            if shape is not None and shape.count(-1) <= 1:
-                lead = array.shape[:1] if self.batching else ()
-                array = array.reshape(lead + shape)
+            array = self._config_shape(name, array)
             tensors.append(_new_tensor(name, np.ascontiguousarray(array), wire))
         return tensors
 
