@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tritium.core.heap import settle_heap
-from tritium.frontends.metrics import MetricsConfig, parse_metrics_config
+from tritium.frontends.metrics import parse_metrics_config
 from tritium.repository.location import repository_roots
 from tritium.repository.scan import RepositoryError
 from tritium.scheduling import RateLimiter
@@ -61,7 +61,6 @@ from tritium.service.tracing.settings import TraceSettings, parse_trace_config
 if TYPE_CHECKING:  # the frontends are imported when they start, not at import time
     from tritium.frontends.grpc import GrpcServer
     from tritium.frontends.grpc.native.server import NativeGrpcServer
-    from tritium.frontends.metrics.server import MetricsServer
 
 log = logging.getLogger("tritium.server")
 
@@ -283,7 +282,9 @@ class Server:
             log.info("Started OpenAIService at %s:%d", self.settings.http_address, self.openai.port)
         if self.settings.allow_metrics:
             with binding("Metrics", s.metrics_address, s.metrics_port, "--metrics-port"):
-                self.metrics = await _start_metrics(
+                from tritium.server.metrics_http import start_metrics
+
+                self.metrics = await start_metrics(
                     self.service, self.settings, self.metrics_config, self.response_store
                 )
             log.info(
@@ -349,7 +350,6 @@ class Server:
 
 
 
-
 async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | NativeGrpcServer:
     """Start the gRPC transport ``--grpc-implementation`` names."""
     options = grpc_options(settings)
@@ -360,29 +360,6 @@ async def _start_grpc(service: Service, settings: Settings) -> GrpcServer | Nati
     from tritium.frontends.grpc import start_grpc_server
 
     return await start_grpc_server(service, options)
-
-
-async def _start_metrics(
-    service: Service, s: Settings, config: MetricsConfig, store: ResponseStore | None
-) -> MetricsServer:
-    from tritium.frontends.http.timeouts import HttpTimeouts
-    from tritium.frontends.metrics.server import MetricsOptions, start_metrics_server
-    from tritium.server.metrics_http import metrics_over_http
-
-    options = MetricsOptions(
-        host=s.metrics_address,
-        port=s.metrics_port,
-        interval_ms=s.metrics_interval_ms,
-        cpu_metrics=s.allow_cpu_metrics,
-        gpu_metrics=s.allow_gpu_metrics,
-        config=config,
-        response_store=store,
-    )
-    # The HTTP endpoint's connections and timeouts: one set of limits for both ports.
-    timeouts = HttpTimeouts(
-        s.http_keep_alive_timeout_secs, s.http_header_timeout_secs, s.http_body_timeout_secs
-    )
-    return await start_metrics_server(service, options, metrics_over_http(timeouts))
 
 
 async def serve(settings: Settings) -> int:
