@@ -1,6 +1,7 @@
-"""The lone-request spinner keeps the loop polling only while one request is in flight (or
-just was), and stops by itself: with a second request in flight, after its budget, after
-the linger time, and never starts when turned off."""
+"""The request spinner keeps the loop polling while one request is in flight (or just was),
+and while several are as long as its trials found that it pays; it stops by itself: after
+its budget, after the linger time, when a trial turns it off, and never starts when turned
+off."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import asyncio
 import time
 
 from tritium.service.requests import spin
-from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.requests.spin import RequestSpinner
 from tritium.testing import FakeClock
 
 
-async def _turns_while(spinner: LoneRequestSpinner, seconds: float) -> int:
+async def _turns_while(spinner: RequestSpinner, seconds: float) -> int:
     """Loop turns counted by a callback chain while ``spinner`` spins (at most ``seconds``)."""
     deadline = time.monotonic() + seconds
     turns = 0
@@ -24,7 +25,7 @@ async def _turns_while(spinner: LoneRequestSpinner, seconds: float) -> int:
 
 def test_one_request_in_flight_polls_until_its_budget_then_sleeps():
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=30_000_000, linger_ns=0)
+        spinner = RequestSpinner(busy_ns=30_000_000, linger_ns=0)
         started = time.monotonic()
         spinner.begin()
         assert spinner.spinning
@@ -37,16 +38,28 @@ def test_one_request_in_flight_polls_until_its_budget_then_sleeps():
     asyncio.run(main())
 
 
-def test_a_second_request_stops_polling():
+def test_several_in_flight_poll_only_while_the_trials_found_it_pays(monkeypatch):  # noqa: ANN001
+    clock = FakeClock(1_000_000_000)
+    monkeypatch.setattr(spin, "now_ns", clock)
+
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=10_000_000_000, linger_ns=0)
-        spinner.begin()
-        spinner.begin()
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        spinner = RequestSpinner(busy_ns=10_000_000_000, linger_ns=0)
+        spinner.begin()  # alone: polls whatever the trials say
+        assert spinner.spinning
+        spinner.begin()  # the first trial period runs without polling
+        await _turns_while(spinner, 5.0)
         assert not spinner.spinning
-        spinner.end()
-        spinner.end()
+        assert spinner.in_flight == 2
+        spinner.trials.on = True  # as when a trial period with polling begins
+        spinner.begin()
+        assert spinner.spinning
+        await asyncio.sleep(0)
+        assert spinner.spinning
+        spinner.trials.on = False  # the next period: polling stops at the next turn
+        await _turns_while(spinner, 5.0)
+        assert not spinner.spinning
+        for _ in range(3):
+            spinner.end()
         assert spinner.in_flight == 0
 
     asyncio.run(main())
@@ -54,7 +67,7 @@ def test_a_second_request_stops_polling():
 
 def test_after_the_last_answer_it_lingers_then_goes_quiet():
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=10_000_000_000, linger_ns=20_000_000)
+        spinner = RequestSpinner(busy_ns=10_000_000_000, linger_ns=20_000_000)
         spinner.begin()
         await asyncio.sleep(0)
         assert spinner.spinning
@@ -72,7 +85,7 @@ def test_after_the_last_answer_it_lingers_then_goes_quiet():
 
 def test_turned_off_it_never_polls():
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=0, linger_ns=0)
+        spinner = RequestSpinner(busy_ns=0, linger_ns=0)
         spinner.begin()
         assert not spinner.spinning
         spinner.end()
@@ -91,7 +104,7 @@ def test_after_a_lone_request_outlasted_the_budget_the_next_one_sleeps_until_ans
     monkeypatch.setattr(spin, "now_ns", clock)
 
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=5_000_000, linger_ns=0)
+        spinner = RequestSpinner(busy_ns=5_000_000, linger_ns=0)
         spinner.begin()
         assert spinner.spinning
         clock.now += 6_000_000  # its 5 ms of polling are spent
@@ -117,7 +130,7 @@ def test_answers_given_at_once_linger_unless_other_clients_are_sending(monkeypat
     monkeypatch.setattr(spin, "now_ns", clock)
 
     async def main() -> None:
-        spinner = LoneRequestSpinner(busy_ns=1_000_000, linger_ns=150_000)
+        spinner = RequestSpinner(busy_ns=1_000_000, linger_ns=150_000)
         spinner.linger()
         assert spinner.spinning
         clock.now += 80_000  # a lone client's next request, a round trip later
@@ -129,16 +142,18 @@ def test_answers_given_at_once_linger_unless_other_clients_are_sending(monkeypat
         await _turns_while(spinner, 5.0)
         assert not spinner.spinning
         clock.now += 200_000
-        spinner.begin()  # a request in flight: an answer at once does not linger
+        spinner.begin()  # requests in flight: an answer at once does not linger
         spinner.begin()
+        clock.now += 2_000_000  # their polling budget is spent
         await _turns_while(spinner, 5.0)
+        assert not spinner.spinning
         clock.now += 100_000
         spinner.linger()
         assert not spinner.spinning
         spinner.end()
         spinner.end()
         # Turned off: never polls.
-        quiet = LoneRequestSpinner(busy_ns=0, linger_ns=0)
+        quiet = RequestSpinner(busy_ns=0, linger_ns=0)
         quiet.linger()
         assert not quiet.spinning
 

@@ -53,7 +53,7 @@ from tritium.service.lifecycle.remotes import RemoteCopies
 from tritium.service.lifecycle.repository_api import ModelCodeControl, RepositoryControl
 from tritium.service.lifecycle.settings import lifecycle_options
 from tritium.service.log_settings import LogSettings
-from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.requests.spin import RequestSpinner
 from tritium.service.shared_memory.registry import SharedMemoryRegistry, ShmLimits
 from tritium.service.tracing.recorders import new_recorder
 from tritium.service.tracing.settings import TraceSettings, parse_trace_config
@@ -99,7 +99,7 @@ def build_service(
     log_settings: LogSettings | None = None,
     trace_startup: dict[str, Any] | None = None,
     model_control_mode: str = "none",
-    spinner: LoneRequestSpinner | None = None,
+    spinner: RequestSpinner | None = None,
     table: ModelTable | None = None,
     response_store: ResponseStore | None = None,
     rate_limiter: RateLimiter | None = None,
@@ -114,7 +114,7 @@ def build_service(
     table = table if table is not None else ModelTable()
     # Polls the loop while one client request is in flight (off unless given: the server
     # passes its --busy-poll settings).
-    spinner = spinner if spinner is not None else LoneRequestSpinner(0, 0)
+    spinner = spinner if spinner is not None else RequestSpinner(0, 0)
     registry = shared_memory if shared_memory is not None else SharedMemoryRegistry()
     trace_settings = TraceSettings(trace_startup, table.__contains__)
     submitter = Submitter(
@@ -177,7 +177,7 @@ class Server:
             log_settings=log_settings,
             trace_startup=parse_trace_config(settings.trace_config),
             model_control_mode=settings.model_control_mode,
-            spinner=LoneRequestSpinner(
+            spinner=RequestSpinner(
                 settings.busy_poll_us * 1000, settings.busy_poll_linger_us * 1000
             ),
             response_store=self.response_store,

@@ -33,7 +33,9 @@ class RuntimeSettings:
         "sockets instead of sleeping, for up to this many microseconds per request, and the "
         "model instances that served it poll as long for their next batch, so answers and "
         "the next request are picked up without a wake-up (lower latency for a lone client, "
-        "at the price of that CPU time). 0 turns polling off.",
+        "at the price of that CPU time). With several requests in flight the loop polls as "
+        "long after each accepted while trials find that polling answers more requests per "
+        "second. 0 turns polling off.",
         "Server",
     )
     busy_poll_linger_us: int = opt(

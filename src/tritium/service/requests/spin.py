@@ -1,4 +1,4 @@
-"""Keep the event loop polling, instead of sleeping, while one lone request is served.
+"""Keep the event loop polling, instead of sleeping, while requests are being served.
 
 With one client waiting for each answer (concurrency 1), a request crosses three processes
 (client, this server, the model's worker) and each crossing wakes a sleeping process. On
@@ -6,20 +6,28 @@ virtual machines a wake-up is the dearest part of the trip: the waker pays for a
 inter-processor interrupt, the sleeper for the switch back in. While exactly one request is
 in flight, and for a short while after its answer, this keeps the loop turning (polling its
 sockets with a zero timeout) so the worker's reply and the client's next request find it
-awake. It spins only when nothing else could use the CPU it burns: with two or more requests
-in flight the loop has work of its own and sleeps as before, and an idle server stops
-polling after ``linger_ns``. A lone request that outlasted the polling budget (a slow
-model) makes the next one sleep from the start: polling would only burn the budget; the
-answer wakes the loop, and the linger after it still catches the client's next request.
-A request answered at once (a response-cache replay) is never in flight; after one the loop
-lingers the same way, unless such answers come close together (several clients).
+awake. An idle server stops polling after ``linger_ns``. A lone request that outlasted the
+polling budget (a slow model) makes the next one sleep from the start: polling would only
+burn the budget; the answer wakes the loop, and the linger after it still catches the
+client's next request. A request answered at once (a response-cache replay) is never in
+flight; after one the loop lingers the same way, unless such answers come close together
+(several clients).
+
+With two or more requests in flight the loop has work of its own, but between batches it
+still sleeps and is woken, which puts a wake-up on the path from a worker's reply to its
+next batch. Polling then too (yielding the core at each turn to any other process that
+wants it) pays on a machine with idle cores and costs on a full one; ``SpinTrials``
+measures which, by the requests answered with and without it, and the loop polls with
+several in flight only while the last trial found that it pays.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from tritium.core.clock import now_ns
+from tritium.service.requests.spin_trials import SpinTrials
 
 # How long one request may keep the loop polling while its batch runs (a model slower than
 # this is not worth the CPU: the wake-up is small beside it), and how long the loop keeps
@@ -30,8 +38,9 @@ LINGER_NS = 150_000
 CROWDED_NS = 25_000
 
 
-class LoneRequestSpinner:
-    """Counts the requests in flight; polls the loop while there is one (or just was)."""
+class RequestSpinner:
+    """Counts the requests in flight; polls the loop while there is one (or just was), and
+    while there are several and polling was found to pay."""
 
     __slots__ = (
         "in_flight",
@@ -43,6 +52,7 @@ class LoneRequestSpinner:
         "_began",
         "_slow",
         "_last_quick",
+        "trials",
     )
 
     def __init__(self, busy_ns: int = BUSY_NS, linger_ns: int = LINGER_NS) -> None:
@@ -55,24 +65,32 @@ class LoneRequestSpinner:
         self._began = 0  # when the lone request in flight began (0: none, or not alone)
         self._slow = False  # the last lone request outlasted ``busy_ns``
         self._last_quick = 0  # when the last request answered at once was
+        self.trials = SpinTrials()  # whether to poll with several in flight
 
     def begin(self) -> None:
         """A request was accepted."""
         self.in_flight += 1
-        if self.in_flight == 1 and self._busy_ns:
-            now = now_ns()
+        if not self._busy_ns:
+            return
+        now = now_ns()
+        if self.in_flight == 1:
             self._began = now
             if self._slow:
                 return
-            self._until = now + self._busy_ns
-            if not self._spinning:
-                self._start()
         else:
             self._began = 0
+            trials = self.trials
+            trials.tick(now)
+            if not trials.on:
+                return
+        self._until = now + self._busy_ns
+        if not self._spinning:
+            self._start()
 
     def end(self, _done: object = None) -> None:
         """A request was answered (usable as a completion callback)."""
         self.in_flight -= 1
+        self.trials.answered()
         if self.in_flight == 0:
             if not (self._began or self._linger_ns):
                 return
@@ -124,7 +142,12 @@ class LoneRequestSpinner:
         loop.call_soon(self._spin)
 
     def _spin(self) -> None:
-        if self.in_flight > 1 or now_ns() >= self._until:
+        if now_ns() >= self._until:
             self._spinning = False
             return
+        if self.in_flight > 1:
+            if not self.trials.on:
+                self._spinning = False
+                return
+            os.sched_yield()
         self._loop.call_soon(self._spin)  # type: ignore[union-attr]

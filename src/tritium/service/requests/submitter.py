@@ -20,7 +20,7 @@ from tritium.core.statistics import BACKEND, CANCELED
 from tritium.service.model.interface import ServedVersion
 from tritium.service.model.table import ModelTable
 from tritium.service.requests.failures import failure_reason
-from tritium.service.requests.spin import LoneRequestSpinner
+from tritium.service.requests.spin import RequestSpinner
 from tritium.service.requests.streams import DecoupledCall, Emit
 from tritium.service.shared_memory.registry import SharedMemoryRegistry
 from tritium.service.shared_memory.tensors import RequestRegions, attach_request, write_outputs
@@ -63,7 +63,7 @@ class Submitter:
     def __init__(
         self,
         table: ModelTable,
-        spinner: LoneRequestSpinner,
+        spinner: RequestSpinner,
         trace_settings: TraceSettings,
         recorder: Recorder,
         shared_memory: SharedMemoryRegistry,
@@ -76,7 +76,7 @@ class Submitter:
         self.allow_client_shm = allow_client_shm
         #: Set at shutdown: new requests are refused.
         self.stopping = False
-        self._counted: LoneRequestSpinner | None = spinner if spinner.enabled else None
+        self._counted: RequestSpinner | None = spinner if spinner.enabled else None
 
     def submit(
         self, request: InferRequest, stream: Emit | None = None
@@ -121,7 +121,7 @@ class Submitter:
         return self.table.get(name, version).decoupled
 
     def _submit(
-        self, request: InferRequest, stream: Emit | None, spinner: LoneRequestSpinner | None
+        self, request: InferRequest, stream: Emit | None, spinner: RequestSpinner | None
     ) -> Completion[InferResponse]:
         if self.stopping:
             raise Unavailable("Server is shutting down")
@@ -209,7 +209,7 @@ def settle(
     loaded: ServedVersion,
     request: InferRequest,
     used: RequestRegions | None,
-    spinner: LoneRequestSpinner | None,
+    spinner: RequestSpinner | None,
     recorder: Recorder | None,
     done: Completion[InferResponse],
 ) -> None:
