@@ -12,17 +12,19 @@ polling, with, with, without (so a load that rises or falls during the trial fav
 neither), counts the requests answered in the second half of each (the first lets the
 change settle), and polls until the next trial only if the periods with polling answered
 at least :data:`GAIN` times as many per second. A machine where polling hurts pays for it
-during two trial periods in each round (4 % of the time, at the few per cent it costs);
-one where it helps loses it as long.
+during two trial periods in each round (a twelfth of the time, at the few per cent it
+costs); one where it helps loses it as long.
 """
 
 from __future__ import annotations
 
-TRIAL_NS = 100_000_000
+TRIAL_NS = 500_000_000
 # The share of a trial period left out of its count at its start: the change of mode takes
-# a while to show (the scheduler's account of the loop's CPU use carries over).
+# a while to show (the scheduler's account of the loop's CPU use carries over; with 100 ms
+# periods, half of them left out, a machine where polling cost 10 % still measured it as a
+# gain).
 SETTLE = 0.5
-CHOSEN_NS = 5_000_000_000
+CHOSEN_NS = 10_000_000_000
 GAIN = 1.02
 # Without, with, with, without.
 _ORDER = (False, True, True, False)
