@@ -1,6 +1,7 @@
-"""The trials that decide whether the loop polls with several requests in flight: periods
-without, with, with and without polling; polling is chosen only when the periods with it
-answered more requests per second, counted after each period settled."""
+"""The trials that decide whether the loop polls with several requests in flight: a warm-up,
+then periods without, with, with and without polling; polling starts only after two trials
+in a row found it answers more requests per second (counted after each period settled),
+stops after one that did not, and a pause in the load starts over with a warm-up."""
 
 from __future__ import annotations
 
@@ -9,14 +10,12 @@ from tritium.service.requests.spin_trials import SpinTrials
 
 PERIOD = spin_trials.TRIAL_NS
 STEP = PERIOD // 100
+START = 1_000_000_000
 
 
-def _run_trial(trials: SpinTrials, start: int, per_step: dict[bool, int]) -> int:
-    """Drive one trial from ``start``: every STEP, ``per_step[trials.on]`` answers. Returns
-    the time the choice was made."""
-    now = start
-    trials.tick(now)  # starts the trial
-    while trials._step >= 0:  # noqa: SLF001
+def _drive(trials: SpinTrials, now: int, until: int, per_step: dict[bool, int]) -> int:
+    """From ``now`` to ``until``: every STEP, ``per_step[trials.on]`` answers and a tick."""
+    while now < until:
         for _ in range(per_step[trials.on]):
             trials.answered()
         now += STEP
@@ -24,39 +23,57 @@ def _run_trial(trials: SpinTrials, start: int, per_step: dict[bool, int]) -> int
     return now
 
 
-def test_a_trial_runs_without_with_with_without_then_chooses_polling_when_it_pays():
-    trials = SpinTrials()
-    modes: dict[int, bool] = {}  # trial period -> polling in it
-    now = 1_000_000_000
-    trials.tick(now)
-    while trials._step >= 0:  # noqa: SLF001
-        modes[trials._step] = trials.on  # noqa: SLF001
-        for _ in range(12 if trials.on else 10):
-            trials.answered()
-        now += STEP
-        trials.tick(now)
-    assert modes == {0: False, 1: True, 2: True, 3: False}
-    assert trials.on  # 20 % more answers with polling
-    # The chosen mode holds until the next trial is due.
-    trials.tick(now + spin_trials.CHOSEN_NS - 1)
-    assert trials.on and trials._step == -1  # noqa: SLF001
-    trials.tick(now + spin_trials.CHOSEN_NS)
-    assert not trials.on and trials._step == 0  # noqa: SLF001  # the next trial begins
+def _trial_length() -> int:
+    return 4 * PERIOD + STEP
 
 
-def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more():
-    for with_, without in ((9, 10), (10, 10), (0, 0)):
-        trials = SpinTrials()
-        _run_trial(trials, 1_000_000_000, {True: with_, False: without})
-        assert not trials.on, (with_, without)
-
-
-def test_a_gain_below_the_threshold_is_not_enough_and_one_above_is():
-    trials = SpinTrials()
-    _run_trial(trials, 1_000_000_000, {True: 101, False: 100})  # +1 %
+def _warmed(trials: SpinTrials) -> int:
+    """Start ``trials`` and run out its warm-up; returns the time its first trial began."""
+    trials.tick(START)  # the warm-up: no polling
     assert not trials.on
+    now = START + spin_trials.WARMUP_NS
+    trials.tick(now)
+    return now
+
+
+def test_a_trial_runs_without_with_with_without_after_a_warm_up():
     trials = SpinTrials()
-    _run_trial(trials, 1_000_000_000, {True: 105, False: 100})  # +5 %
+    now = _warmed(trials)
+    modes: list[bool] = []
+    for _ in range(4):
+        modes.append(trials.on)
+        now = _drive(trials, now, now + PERIOD, {True: 12, False: 10})
+    assert modes == [False, True, True, False]
+
+
+def test_polling_starts_after_two_trials_that_found_it_pays_and_holds_until_the_next():
+    trials = SpinTrials()
+    now = _warmed(trials)
+    gain = {True: 12, False: 10}  # 20 % more answers with polling
+    now = _drive(trials, now, now + _trial_length(), gain)
+    assert not trials.on  # one trial is not enough: the second runs at once, first without
+    assert trials._step == 0  # noqa: SLF001
+    now = _drive(trials, now, now + 4 * PERIOD, gain)
+    assert trials.on  # two in a row: polling, until the next trial
+    chosen_end = now + spin_trials.CHOSEN_NS - 2 * STEP
+    now = _drive(trials, now, chosen_end, gain)
+    assert trials.on
+    # The next trial: one that finds no gain turns polling off at once.
+    now = _drive(
+        trials, now, now + spin_trials.CHOSEN_NS // 10 + _trial_length(), {True: 10, False: 10}
+    )
+    assert not trials.on
+
+
+def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more_or_too_little_more():
+    for with_, without in ((9, 10), (10, 10), (0, 0), (101, 100)):
+        trials = SpinTrials()
+        now = _warmed(trials)
+        _drive(trials, now, now + 3 * _trial_length(), {True: with_, False: without})
+        assert not trials.on, (with_, without)
+    trials = SpinTrials()
+    now = _warmed(trials)
+    _drive(trials, now, now + 2 * _trial_length(), {True: 105, False: 100})  # +5 %
     assert trials.on
 
 
@@ -64,16 +81,28 @@ def test_answers_before_a_period_settled_do_not_count():
     # A burst right after each change of mode (the previous mode's carry-over) is left out:
     # only the second half of every period is compared.
     trials = SpinTrials()
-    now = 1_000_000_000
-    trials.tick(now)
-    while trials._step >= 0:  # noqa: SLF001
-        settling = trials._settle_at != 0  # noqa: SLF001
-        if trials.on:
-            answers = 10
-        else:
-            answers = 100 if settling else 12  # without polling: fast only while settling
-        for _ in range(answers):
-            trials.answered()
-        now += STEP
-        trials.tick(now)
+    now = _warmed(trials)
+    for _ in range(8):  # two trials
+        while True:
+            answers = 10 if trials.on else (100 if trials._settle_at else 12)  # noqa: SLF001
+            for _ in range(answers):
+                trials.answered()
+            step = trials._step  # noqa: SLF001
+            now += STEP
+            trials.tick(now)
+            if trials._step != step:  # noqa: SLF001
+                break
     assert not trials.on  # settled, the periods without polling answered more
+
+
+def test_a_pause_in_the_load_starts_over_with_a_warm_up():
+    trials = SpinTrials()
+    now = _warmed(trials)
+    gain = {True: 12, False: 10}
+    now = _drive(trials, now, now + 2 * _trial_length(), gain)
+    assert trials.on
+    now += spin_trials.CHOSEN_NS + 2 * spin_trials.WARMUP_NS  # no requests for a while
+    trials.tick(now)
+    assert not trials.on  # warming up again
+    trials.tick(now + spin_trials.WARMUP_NS - 1)
+    assert not trials.on

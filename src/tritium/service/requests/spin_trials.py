@@ -7,13 +7,16 @@ is taken from the workers and the clients). Which of the two a machine is change
 load and with whatever else runs there, and nothing cheap to read tells them apart, so the
 answer is measured where it shows: in the requests answered.
 
-Every :data:`CHOSEN_NS` the spinner runs a trial of four :data:`TRIAL_NS` periods, without
-polling, with, with, without (so a load that rises or falls during the trial favours
-neither), counts the requests answered in the second half of each (the first lets the
-change settle), and polls until the next trial only if the periods with polling answered
-at least :data:`GAIN` times as many per second. A machine where polling hurts pays for it
-during two trial periods in each round (a twelfth of the time, at the few per cent it
-costs); one where it helps loses it as long.
+A trial is four :data:`TRIAL_NS` periods, without polling, with, with, without (so a load
+that rises or falls steadily during it favours neither); the requests answered in the
+second half of each are counted (the first lets the change settle), and polling pays when
+the periods with it answered at least :data:`GAIN` times as many per second. Polling starts
+only after two trials in a row found that it pays, and stops after one that did not; the
+choice holds :data:`CHOSEN_NS`, then the next trial runs. Load that starts, or comes back
+after a pause, is left :data:`WARMUP_NS` without polling before a trial (clients setting
+up their connections would count as a gain of whatever comes next). A machine where polling
+hurts pays for it during two trial periods in a round (a twelfth of the time, at the few
+per cent it costs); one where it helps loses it as long.
 """
 
 from __future__ import annotations
@@ -26,13 +29,18 @@ TRIAL_NS = 500_000_000
 SETTLE = 0.5
 CHOSEN_NS = 10_000_000_000
 GAIN = 1.02
+WARMUP_NS = 1_000_000_000
 # Without, with, with, without.
 _ORDER = (False, True, True, False)
+_IDLE = -3  # the step before any load
+_WARMUP = -2  # the step of the warm-up before a trial
+_CHOSEN = -1  # the step while the choice holds
 
 
 class SpinTrials:
     """Decides, round after round, whether the loop polls with several requests in flight
-    (:attr:`on`); told of every answer (:meth:`answered`) and of the time (:meth:`tick`)."""
+    (:attr:`on`); told of every answer (:meth:`answered`) and of the time (:meth:`tick`)
+    whenever a request is accepted with others in flight."""
 
     __slots__ = (
         "on",
@@ -43,17 +51,19 @@ class SpinTrials:
         "_answered",
         "_counts",
         "_spans",
+        "_paid",
     )
 
     def __init__(self) -> None:
         self.on = False
-        self._step = -1  # the trial period under way (-1: polling as chosen, no trial)
+        self._step = _IDLE  # a trial period (0-3), _WARMUP, _CHOSEN or _IDLE
         self._period_start = 0
-        self._period_end = 0  # the first tick starts a trial
+        self._period_end = 0
         self._settle_at = 0  # when the current trial period starts counting (0: counting)
         self._answered = 0  # answers in the current period
         self._counts = [0, 0]  # answers in the trial's periods without / with polling
         self._spans = [0, 0]  # and their lengths (ns)
+        self._paid = False  # the last trial found that polling pays
 
     def answered(self) -> None:
         self._answered += 1
@@ -67,26 +77,38 @@ class SpinTrials:
                 self._answered = 0
             return
         step = self._step
-        if step >= 0:
-            mode = _ORDER[step]
-            self._counts[mode] += self._answered
-            self._spans[mode] += now - self._period_start
-            step += 1
-        else:
-            step = 0
+        if step == _IDLE or now - self._period_end > WARMUP_NS:
+            # The load paused (or is new): whatever was under way says nothing of now.
+            self._begin(_WARMUP, False, now, WARMUP_NS)
+            return
+        if step == _WARMUP or step == _CHOSEN:
             self._counts = [0, 0]
             self._spans = [0, 0]
-        if step < len(_ORDER):
-            self._step = step
-            self.on = _ORDER[step]
-            self._period_end = now + TRIAL_NS
-            self._settle_at = now + int(TRIAL_NS * SETTLE)
-        else:
-            self._step = -1
-            self.on = self._pays()
-            self._period_end = now + CHOSEN_NS
-            self._settle_at = 0
+            self._begin(0, _ORDER[0], now, TRIAL_NS)
+            return
+        mode = _ORDER[step]
+        self._counts[mode] += self._answered
+        self._spans[mode] += now - self._period_start
+        if step + 1 < len(_ORDER):
+            self._begin(step + 1, _ORDER[step + 1], now, TRIAL_NS)
+            return
+        pays = self._pays()
+        if pays and not self._paid:
+            # Once is not enough: another trial at once, still without polling between.
+            self._paid = True
+            self._counts = [0, 0]
+            self._spans = [0, 0]
+            self._begin(0, _ORDER[0], now, TRIAL_NS)
+            return
+        self._paid = pays
+        self._begin(_CHOSEN, pays, now, CHOSEN_NS)
+
+    def _begin(self, step: int, on: bool, now: int, length: int) -> None:
+        self._step = step
+        self.on = on
         self._period_start = now
+        self._period_end = now + length
+        self._settle_at = now + int(length * SETTLE) if step >= 0 else 0
         self._answered = 0
 
     def _pays(self) -> bool:
