@@ -1,7 +1,7 @@
 """The trials that decide whether the loop polls with several requests in flight: a warm-up,
-then periods without, with, with and without polling; polling starts only after two trials
-in a row found it answers more requests per second (counted after each period settled),
-stops after one that did not, and a pause in the load starts over with a warm-up."""
+then periods without, with, with and without polling; polling is chosen when it answered
+more requests per second (counted after each period settled), until the next trial, and a
+pause in the load starts over with a warm-up that keeps the last choice."""
 
 from __future__ import annotations
 
@@ -46,23 +46,17 @@ def test_a_trial_runs_without_with_with_without_after_a_warm_up():
     assert modes == [False, True, True, False]
 
 
-def test_polling_starts_after_two_trials_that_found_it_pays_and_holds_until_the_next():
+def test_polling_is_chosen_when_it_pays_and_holds_until_the_next_trial():
     trials = SpinTrials()
     now = _warmed(trials)
     gain = {True: 12, False: 10}  # 20 % more answers with polling
     now = _drive(trials, now, now + _trial_length(), gain)
-    assert not trials.on  # one trial is not enough: the second runs at once, first without
-    assert trials._step == 0  # noqa: SLF001
-    now = _drive(trials, now, now + 4 * PERIOD, gain)
-    assert trials.on  # two in a row: polling, until the next trial
-    chosen_end = now + spin_trials.CHOSEN_NS - 2 * STEP
-    now = _drive(trials, now, chosen_end, gain)
     assert trials.on
-    # The next trial: one that finds no gain turns polling off at once.
-    now = _drive(
-        trials, now, now + spin_trials.CHOSEN_NS // 10 + _trial_length(), {True: 10, False: 10}
-    )
-    assert not trials.on
+    now = _drive(trials, now, now + spin_trials.CHOSEN_NS - 2 * STEP, gain)
+    assert trials.on and trials._step == -1  # noqa: SLF001  # the choice holds
+    # The next trial: one that finds no gain turns polling off.
+    now = _drive(trials, now, now + 4 * STEP + _trial_length(), {True: 10, False: 10})
+    assert not trials.on and trials._step == -1  # noqa: SLF001
 
 
 def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more_or_too_little_more():
@@ -73,7 +67,7 @@ def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more_or_too_little_mo
         assert not trials.on, (with_, without)
     trials = SpinTrials()
     now = _warmed(trials)
-    _drive(trials, now, now + 2 * _trial_length(), {True: 105, False: 100})  # +5 %
+    _drive(trials, now, now + _trial_length(), {True: 105, False: 100})  # +5 %
     assert trials.on
 
 
@@ -82,7 +76,7 @@ def test_answers_before_a_period_settled_do_not_count():
     # only the second half of every period is compared.
     trials = SpinTrials()
     now = _warmed(trials)
-    for _ in range(8):  # two trials
+    for _ in range(4):  # one trial
         while True:
             answers = 10 if trials.on else (100 if trials._settle_at else 12)  # noqa: SLF001
             for _ in range(answers):
@@ -95,14 +89,13 @@ def test_answers_before_a_period_settled_do_not_count():
     assert not trials.on  # settled, the periods without polling answered more
 
 
-def test_a_pause_in_the_load_starts_over_with_a_warm_up():
+def test_a_pause_in_the_load_warms_up_again_as_last_chosen_before_the_next_trial():
     trials = SpinTrials()
     now = _warmed(trials)
-    gain = {True: 12, False: 10}
-    now = _drive(trials, now, now + 2 * _trial_length(), gain)
+    now = _drive(trials, now, now + _trial_length(), {True: 12, False: 10})
     assert trials.on
     now += spin_trials.CHOSEN_NS + 2 * spin_trials.WARMUP_NS  # no requests for a while
     trials.tick(now)
-    assert not trials.on  # warming up again
-    trials.tick(now + spin_trials.WARMUP_NS - 1)
-    assert not trials.on
+    assert trials.on and trials._step == -2  # noqa: SLF001  # warming up, still polling
+    trials.tick(now + spin_trials.WARMUP_NS)
+    assert not trials.on and trials._step == 0  # noqa: SLF001  # then a trial

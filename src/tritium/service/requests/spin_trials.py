@@ -9,14 +9,13 @@ answer is measured where it shows: in the requests answered.
 
 A trial is four :data:`TRIAL_NS` periods, without polling, with, with, without (so a load
 that rises or falls steadily during it favours neither); the requests answered in the
-second half of each are counted (the first lets the change settle), and polling pays when
-the periods with it answered at least :data:`GAIN` times as many per second. Polling starts
-only after two trials in a row found that it pays, and stops after one that did not; the
-choice holds :data:`CHOSEN_NS`, then the next trial runs. Load that starts, or comes back
-after a pause, is left :data:`WARMUP_NS` without polling before a trial (clients setting
-up their connections would count as a gain of whatever comes next). A machine where polling
-hurts pays for it during two trial periods in a round (a twelfth of the time, at the few
-per cent it costs); one where it helps loses it as long.
+second half of each are counted (the first lets the change settle), and the loop polls
+until the next trial, :data:`CHOSEN_NS` later, only if the periods with polling answered at
+least :data:`GAIN` times as many per second. Load that starts, or comes back after a pause,
+runs :data:`WARMUP_NS` as last chosen (at first: without polling) before a trial, so that
+clients setting up their connections do not count as a gain of whatever comes next. A
+machine where polling hurts pays for it during two trial periods in a round (a twelfth of
+the time, at the few per cent it costs); one where it helps loses it as long.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ TRIAL_NS = 500_000_000
 SETTLE = 0.5
 CHOSEN_NS = 10_000_000_000
 GAIN = 1.02
-WARMUP_NS = 1_000_000_000
+WARMUP_NS = 500_000_000
 # Without, with, with, without.
 _ORDER = (False, True, True, False)
 _IDLE = -3  # the step before any load
@@ -51,7 +50,7 @@ class SpinTrials:
         "_answered",
         "_counts",
         "_spans",
-        "_paid",
+        "_chosen",
     )
 
     def __init__(self) -> None:
@@ -63,7 +62,7 @@ class SpinTrials:
         self._answered = 0  # answers in the current period
         self._counts = [0, 0]  # answers in the trial's periods without / with polling
         self._spans = [0, 0]  # and their lengths (ns)
-        self._paid = False  # the last trial found that polling pays
+        self._chosen = False  # what the last trial chose
 
     def answered(self) -> None:
         self._answered += 1
@@ -79,7 +78,7 @@ class SpinTrials:
         step = self._step
         if step == _IDLE or now - self._period_end > WARMUP_NS:
             # The load paused (or is new): whatever was under way says nothing of now.
-            self._begin(_WARMUP, False, now, WARMUP_NS)
+            self._begin(_WARMUP, self._chosen, now, WARMUP_NS)
             return
         if step == _WARMUP or step == _CHOSEN:
             self._counts = [0, 0]
@@ -92,16 +91,8 @@ class SpinTrials:
         if step + 1 < len(_ORDER):
             self._begin(step + 1, _ORDER[step + 1], now, TRIAL_NS)
             return
-        pays = self._pays()
-        if pays and not self._paid:
-            # Once is not enough: another trial at once, still without polling between.
-            self._paid = True
-            self._counts = [0, 0]
-            self._spans = [0, 0]
-            self._begin(0, _ORDER[0], now, TRIAL_NS)
-            return
-        self._paid = pays
-        self._begin(_CHOSEN, pays, now, CHOSEN_NS)
+        self._chosen = self._pays()
+        self._begin(_CHOSEN, self._chosen, now, CHOSEN_NS)
 
     def _begin(self, step: int, on: bool, now: int, length: int) -> None:
         self._step = step
