@@ -3,7 +3,7 @@
 :func:`build_service` wires the service layer, each piece given its collaborators through
 its constructor (nothing is attached afterwards), in this order:
 
-1. the model table (empty) and the lone-request spinner, the shared-memory registry, the
+1. the model table (empty) and the request spinner, the shared-memory registry, the
    trace settings and recorder;
 2. the submitter (the request path) over the table;
 3. model code's model control (empty: see ``ModelCodeControl``, which breaks the one

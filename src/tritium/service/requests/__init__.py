@@ -1,2 +1,2 @@
 """The request path: submitting a request to its model's scheduler and settling its
-response (one step, in a stated order), streamed responses, the lone-request spinner."""
+response (one step, in a stated order), streamed responses, the request spinner (and its trials)."""
