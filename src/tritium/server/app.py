@@ -112,7 +112,7 @@ def build_service(
     ``remotes`` are the copies of the cloud repositories among ``roots``."""
     options = options if options is not None else LoadOptions()
     table = table if table is not None else ModelTable()
-    # Polls the loop while one client request is in flight (off unless given: the server
+    # Polls the loop while client requests are in flight (off unless given: the server
     # passes its --busy-poll settings).
     spinner = spinner if spinner is not None else RequestSpinner(0, 0)
     registry = shared_memory if shared_memory is not None else SharedMemoryRegistry()
