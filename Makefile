@@ -26,9 +26,14 @@ serve: $(VENV)/.installed-serve
 	$(BIN)/tritium serve --model-repository=examples/model_repository \
 		--http-port=$(HTTP_PORT) --grpc-port=$(GRPC_PORT) --metrics-port=$(METRICS_PORT)
 
-# The quality gates run first; any finding fails the target before the tests start.
+# The quality gates run first; any finding fails the target before the tests start. The
+# suite runs in $(TEST_WORKERS) processes (a file per process at a time), then the tests
+# marked `serial` (timing, CPU and process-wide checks) run alone.
+TEST_WORKERS ?= 2
+
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m 'not slow and not serial'
+	$(BIN)/python -m pytest -q -m 'serial and not slow'
 
 # Lint, types (settings in pyproject.toml) and import layering (the [tool.importlinter]
 # contracts: core < config < repository, backends, ipc < scheduling, workers < service <

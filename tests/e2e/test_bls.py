@@ -82,6 +82,7 @@ def test_sync_exec_returns_the_target_outputs(server, protocol):
     assert info["sums"] == [12.0]
 
 
+@pytest.mark.serial
 def test_async_exec_calls_run_side_by_side_and_batch(server, protocol):
     before = _batched_executions(_stats(server, "ens_double"))
     x = np.array([[1, 1]], np.float32)

@@ -389,7 +389,7 @@ def test_perf_analyzer_streams_a_decoupled_model(grpc_impl: str, tmp_path) -> No
         cmd = [
             str(perf), "-m", "repeat4", "-u", server.grpc_url, "-i", "grpc", "--streaming",
             "--concurrency-range=2:2", "--measurement-interval=300",
-            "--stability-percentage=999", "--max-trials=3", "-f", str(report),
+            "--stability-percentage=999", "--max-trials=10", "-f", str(report),
         ]
         proc = subprocess.run(
             cmd, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL

@@ -165,6 +165,7 @@ def test_requested_output_subset_is_all_that_comes_back(server, protocol):
     assert result.as_numpy("BATCH") is None
 
 
+@pytest.mark.serial
 def test_diamond_branches_run_side_by_side(server, protocol):
     x = np.array([[10, 20]], np.float32)
     _infer(server, protocol, "ens_diamond", x)  # warm: first calls pay for imports

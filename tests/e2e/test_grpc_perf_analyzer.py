@@ -36,7 +36,7 @@ def test_perf_analyzer_over_grpc(grpc_server, tmp_path, case):
     cmd = [
         str(PERF_ANALYZER), "-m", model, "-u", grpc_server.grpc_url, "-i", "grpc",
         "--concurrency-range=2:2", "--measurement-interval=300", "--stability-percentage=999",
-        "--max-trials=3", "-f", str(report), *extra,
+        "--max-trials=10", "-f", str(report), *extra,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL)
     output = proc.stdout + proc.stderr

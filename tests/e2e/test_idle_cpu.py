@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 
@@ -21,6 +22,8 @@ from tritium.testing.processes import process_tree
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "model_repository"
 _TICKS = os.sysconf("SC_CLK_TCK")
+# A CPU measurement: run in `make test`'s one-process pass, with no other tests beside it.
+pytestmark = pytest.mark.serial
 
 
 def _cpu_seconds(pid: int) -> float:

@@ -77,6 +77,7 @@ def test_prints_reach_server_log(server, http_client):
     assert "printer initialized as printer_0" in server.log
 
 
+@pytest.mark.serial
 def test_three_instances_run_in_parallel(server):
     def call(_):
         client = httpclient.InferenceServerClient(server.http_url)

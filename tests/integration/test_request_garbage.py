@@ -13,11 +13,14 @@ import gc
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tritium.core import InferRequest, InputTensor
 from tritium.testing.in_process import serving
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
+# The cycle collector counts the whole process: run in `make test`'s one-process pass.
+pytestmark = pytest.mark.serial
 
 
 def _request(i: int) -> InferRequest:

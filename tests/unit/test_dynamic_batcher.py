@@ -476,6 +476,7 @@ def test_an_arrival_after_the_deadline_sends_the_batch_before_the_timer_fires():
     asyncio.run(main())
 
 
+@pytest.mark.serial
 def test_answered_requests_leave_no_cyclic_garbage():
     """Each request is freed by reference counting once answered: a queue entry and its
     caller's completion must not keep each other alive for the cycle collector."""

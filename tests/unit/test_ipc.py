@@ -86,6 +86,7 @@ def test_message_reader_over_a_socket():
         b.close()
 
 
+@pytest.mark.serial
 def test_arena_is_anonymous_and_shared_through_its_descriptor():
     before = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
     arena = Arena.create(1 << 16)

@@ -152,6 +152,7 @@ def test_the_spare_poll_follows_the_share_of_polls_that_found_the_core_busy():
         b.close()
 
 
+@pytest.mark.serial
 def test_polls_sharing_their_core_with_a_busy_process_stay_short_and_lengthen_without_it():
     cpu = min(os.sched_getaffinity(0))
     mask = os.sched_getaffinity(0)
