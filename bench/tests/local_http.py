@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,10 +23,18 @@ class JsonHandler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    """Says nothing when a client hangs up before its answer is written (load tools do)."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 @contextmanager
 def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
     """Serve with ``handler`` in a thread; yields ``host:port``; stops on exit."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = _QuietServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
