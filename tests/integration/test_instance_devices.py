@@ -48,7 +48,10 @@ class TritonPythonModel:
             "pid": os.getpid(),
         }}
         name = args["model_instance_name"] + "@" + self.device
-        (seen / (name + ".json")).write_text(json.dumps(record))
+        # Written whole, then renamed: a test polling the folder never reads half a record.
+        part = seen / (name + ".part")
+        part.write_text(json.dumps(record))
+        part.rename(seen / (name + ".json"))
 
     def execute(self, requests):
         return [
