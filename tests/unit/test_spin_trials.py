@@ -53,10 +53,10 @@ def test_polling_is_chosen_when_it_pays_and_holds_until_the_next_trial():
     now = _drive(trials, now, now + _trial_length(), gain)
     assert trials.on
     now = _drive(trials, now, now + spin_trials.CHOSEN_NS - 2 * STEP, gain)
-    assert trials.on and trials._step == -1  # noqa: SLF001  # the choice holds
+    assert trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001  # the choice holds
     # The next trial: one that finds no gain turns polling off.
     now = _drive(trials, now, now + 4 * STEP + _trial_length(), {True: 10, False: 10})
-    assert not trials.on and trials._step == -1  # noqa: SLF001
+    assert not trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001
 
 
 def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more_or_too_little_more():
@@ -96,6 +96,6 @@ def test_a_pause_in_the_load_warms_up_again_as_last_chosen_before_the_next_trial
     assert trials.on
     now += spin_trials.CHOSEN_NS + 2 * spin_trials.WARMUP_NS  # no requests for a while
     trials.tick(now)
-    assert trials.on and trials._step == -2  # noqa: SLF001  # warming up, still polling
+    assert trials.on and trials._step == spin_trials._WARMUP  # noqa: SLF001  # warming up
     trials.tick(now + spin_trials.WARMUP_NS)
     assert not trials.on and trials._step == 0  # noqa: SLF001  # then a trial
