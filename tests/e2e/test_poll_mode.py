@@ -1,6 +1,6 @@
 """``--model-control-mode=poll``: the server follows the repository (added versions and
 models load, removed ones unload, a broken change leaves the old version serving with the
-reason in the index), and refuses the load/unload API as Triton does."""
+reason in the index, a broken new version is listed UNAVAILABLE beside it), and refuses the load/unload API as Triton does."""
 
 from __future__ import annotations
 
@@ -105,4 +105,26 @@ def test_poll_mode_follows_the_repository(tmp_path):
         # Fixed: the next scan loads it.
         _place(repo, staging, "alpha", 4, version=2)
         _eventually(lambda: _mark(client, "alpha") == 4)
+
+        # A new version that fails keeps the serving one READY and is listed on its own,
+        # UNAVAILABLE with its reason, as Triton lists it: one whose initialize raises...
+        _place(repo, staging, "alpha", 5, version=5, init="raise RuntimeError('broken v5')")
+        _eventually(lambda: _entries(client, "alpha")[-1].get("state") == "UNAVAILABLE")
+        v1, v2, v5 = _entries(client, "alpha")
+        assert v2 == {"name": "alpha", "version": "2", "state": "READY"}
+        assert v5["version"] == "5" and v5["state"] == "UNAVAILABLE"
+        assert "broken v5" in v5["reason"]
+        assert _mark(client, "alpha") == 4
+        # ... and one whose model.py cannot even be imported.
+        (staging / "alpha" / "6").mkdir(parents=True)
+        (staging / "alpha" / "6" / "model.py").write_text("this is not python(\n")
+        _merge(staging / "alpha", repo / "alpha")
+        _eventually(
+            lambda: [e.get("state") for e in _entries(client, "alpha")][3:] == ["UNAVAILABLE"]
+        )
+        v6 = _entries(client, "alpha")[-1]
+        assert v6["version"] == "6" and v6["state"] == "UNAVAILABLE"
+        assert "SyntaxError" in v6["reason"]
+        assert _entries(client, "alpha")[1] == v2
+        assert _mark(client, "alpha") == 4
         client.close()

@@ -189,6 +189,7 @@ class ModelManager:
         name = entry.name
         folder: PrivateFolder | None = None
         stamp: Fingerprint | None = None
+        chosen: list[int] = []
         try:
             if source is None:
                 assert override is not None
@@ -214,12 +215,13 @@ class ModelManager:
                     pb = await read_config(name, model_dir, self.options)
                 for dependency in model_dependencies(pb):
                     await self._ensure_loaded(dependency, chain)
-                built = await self._build(entry, model_dir, pb, folder)
+                built = await self._build(entry, model_dir, pb, folder, chosen)
             except TritiumError as exc:
                 # Said once: "failed to load 'x': failed to load model 'x': ..." is noise.
                 reason = exc.message.removeprefix(f"failed to load model '{name}': ")
                 log.error("failed to load '%s': %s", name, reason)
-                self._load_failed(entry, reason, model_dir, stamp, override is not None)
+                failed = dict.fromkeys(chosen, reason)
+                keep_serving(entry, reason, model_dir, stamp, override is not None, failed)
                 raise InvalidArgument(f"failed to load '{name}': {reason}") from None
             for v, reason in sorted(built.failed.items()):
                 log.error("failed to load '%s' version %d: %s", name, v, reason)
@@ -231,7 +233,7 @@ class ModelManager:
             )
             if not built.loaded and entry.has_loaded():
                 # Nothing of the change loaded: what served keeps serving, whole.
-                self._load_failed(entry, text, model_dir, stamp, override is not None)
+                keep_serving(entry, text, model_dir, stamp, override is not None, built.failed)
             else:
                 self._swap(entry, built, model_dir, stamp, override is not None)
             if built.failed:
@@ -253,11 +255,19 @@ class ModelManager:
             return
 
     async def _build(
-        self, entry: ModelEntry, model_dir: Path, pb: Any, folder: PrivateFolder | None
+        self,
+        entry: ModelEntry,
+        model_dir: Path,
+        pb: Any,
+        folder: PrivateFolder | None,
+        chosen: list[int],
     ) -> Built:
+        """Build the versions the policy selects; ``chosen`` gets their numbers as soon
+        as they are known (a failed load lists them with its reason)."""
         entry.loading = ()
 
         def selected(versions: tuple[int, ...]) -> None:
+            chosen.extend(versions)
             entry.loading = versions
             for version in versions:
                 log.info("loading: %s:%d", entry.name, version)
@@ -267,16 +277,6 @@ class ModelManager:
             return await builder.build(entry.name, model_dir, pb, folder, selected)
         finally:
             entry.loading = ()
-
-    def _load_failed(
-        self,
-        entry: ModelEntry,
-        reason: str,
-        model_dir: Path,
-        stamp: Fingerprint | None,
-        overridden: bool,
-    ) -> None:
-        keep_serving(entry, reason, model_dir, stamp, overridden)
 
     def _swap(
         self,

@@ -13,17 +13,33 @@ from tritium.service.model.interface import ServedVersion
 
 
 def keep_serving(
-    entry: ModelEntry, reason: str, model_dir: Path, stamp: Fingerprint | None, overridden: bool
+    entry: ModelEntry,
+    reason: str,
+    model_dir: Path,
+    stamp: Fingerprint | None,
+    overridden: bool,
+    failed: dict[int, str] | None = None,
 ) -> None:
-    """A load that failed before any version was built: what served keeps serving."""
+    """A load of which nothing could be used: what served keeps serving. ``failed``
+    names the versions the load was for, each with why it failed: one that serves
+    keeps serving with that reason, one that does not is listed UNAVAILABLE with it
+    (as Triton lists a new version that failed beside the one still serving). Without
+    ``failed`` (the load failed before it chose versions) every serving version carries
+    ``reason``."""
     entry.attempted, entry.load_error = stamp, reason
     if entry.has_loaded():
-        entry.versions = {
-            v: VersionStatus(v, s.state, kept_reason(reason), s.loaded)
-            if s.loaded is not None
-            else s
-            for v, s in entry.versions.items()
-        }
+        if not failed:
+            failed = {v: reason for v, s in entry.versions.items() if s.loaded is not None}
+        versions = dict(entry.versions)
+        for number, why in failed.items():
+            status = versions.get(number)
+            if status is not None and status.loaded is not None:
+                versions[number] = VersionStatus(
+                    number, status.state, kept_reason(why), status.loaded
+                )
+            else:
+                versions[number] = VersionStatus(number, UNAVAILABLE, why)
+        entry.versions = versions
         return
     entry.versions = {}
     entry.state, entry.reason = UNAVAILABLE, reason
