@@ -266,6 +266,20 @@ def test_a_model_that_fails_its_first_load_is_listed_with_the_error(client, repo
     assert client.raw.is_server_ready()
 
 
+def test_a_model_py_that_cannot_be_imported_is_listed_by_version(client, repo):
+    # As Triton lists it: the version line, UNAVAILABLE, with the import error.
+    name = f"unimportable_{client.protocol}"
+    write_marked_model(repo, name, 1)
+    (repo / name / "1" / "model.py").write_text("this is not python(\n")
+    with pytest.raises(InferenceServerException) as info:
+        client.raw.load_model(name)
+    assert "SyntaxError" in str(info.value)
+    (entry,) = client.entry(name)
+    assert entry["version"] == "1" and entry["state"] == "UNAVAILABLE"
+    assert "SyntaxError" in entry["reason"]
+    client.raw.unload_model(name)
+
+
 def test_unload_lets_requests_in_flight_finish(client):
     client.raw.load_model("slow")
     results: list[object] = []

@@ -23,9 +23,9 @@ def keep_serving(
     """A load of which nothing could be used: what served keeps serving. ``failed``
     names the versions the load was for, each with why it failed: one that serves
     keeps serving with that reason, one that does not is listed UNAVAILABLE with it
-    (as Triton lists a new version that failed beside the one still serving). Without
-    ``failed`` (the load failed before it chose versions) every serving version carries
-    ``reason``."""
+    (as Triton lists a new version that failed beside the one still serving, or the
+    versions of a first load that failed). Without ``failed`` (the load failed before it
+    chose versions) every serving version carries ``reason``."""
     entry.attempted, entry.load_error = stamp, reason
     if entry.has_loaded():
         if not failed:
@@ -41,7 +41,7 @@ def keep_serving(
                 versions[number] = VersionStatus(number, UNAVAILABLE, why)
         entry.versions = versions
         return
-    entry.versions = {}
+    entry.versions = {v: VersionStatus(v, UNAVAILABLE, why) for v, why in (failed or {}).items()}
     entry.state, entry.reason = UNAVAILABLE, reason
     entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
 
