@@ -1,7 +1,8 @@
 """The trials that decide whether the loop polls with several requests in flight: a warm-up,
-then periods without, with, with and without polling; polling is chosen when it answered
-more requests per second (counted after each period settled), until the next trial, and a
-pause in the load starts over with a warm-up that keeps the last choice."""
+then periods without, with, with and without polling; polling starts when it answered more
+requests per second (counted after each period settled, earlier trials' counts weighing
+half at each new one) and stops when it answered fewer, the choice holding until the next
+trial, and a pause in the load starts over with a warm-up that keeps the last choice."""
 
 from __future__ import annotations
 
@@ -54,9 +55,26 @@ def test_polling_is_chosen_when_it_pays_and_holds_until_the_next_trial():
     assert trials.on
     now = _drive(trials, now, now + spin_trials.CHOSEN_NS - 2 * STEP, gain)
     assert trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001  # the choice holds
-    # The next trial: one that finds no gain turns polling off.
+    # The next trial finds no gain: with the first one's counts at half weight, polling
+    # still answered more, and it holds.
     now = _drive(trials, now, now + 4 * STEP + _trial_length(), {True: 10, False: 10})
+    assert trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001
+
+
+def test_one_noisy_trial_does_not_undo_a_clear_gain_and_a_lasting_loss_does():
+    trials = SpinTrials()
+    now = _warmed(trials)
+    now = _drive(trials, now, now + _trial_length(), {True: 120, False: 100})  # +20 %
+    assert trials.on
+    # A trial where polling answered 3 % fewer: (60 + 97) / (50 + 100) is still +4.7 %.
+    now = _drive(trials, now, now + spin_trials.CHOSEN_NS + _trial_length(), {True: 97, False: 100})
+    assert trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001
+    # Polling answering 10 % fewer trial after trial: (78.5 + 90) / (75 + 100) < 1 / GAIN.
+    now = _drive(trials, now, now + spin_trials.CHOSEN_NS + _trial_length(), {True: 90, False: 100})
     assert not trials.on and trials._step == spin_trials._CHOSEN  # noqa: SLF001
+    # Off, it needs GAIN to start again: a trial with +1 % leaves it off.
+    _drive(trials, now, now + spin_trials.CHOSEN_NS + _trial_length(), {True: 101, False: 100})
+    assert not trials.on
 
 
 def test_polling_is_not_chosen_when_it_answers_fewer_or_no_more_or_too_little_more():

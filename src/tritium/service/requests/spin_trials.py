@@ -9,13 +9,18 @@ answer is measured where it shows: in the requests answered.
 
 A trial is four :data:`TRIAL_NS` periods, without polling, with, with, without (so a load
 that rises or falls steadily during it favours neither); the requests answered in the
-second half of each are counted (the first lets the change settle), and the loop polls
-until the next trial, :data:`CHOSEN_NS` later, only if the periods with polling answered at
-least :data:`GAIN` times as many per second. Load that starts, or comes back after a pause,
-runs :data:`WARMUP_NS` as last chosen (at first: without polling) before a trial, so that
-clients setting up their connections do not count as a gain of whatever comes next. A
-machine where polling hurts pays for it during two trial periods in a round (a twelfth of
-the time, at the few per cent it costs); one where it helps loses it as long.
+second half of each are counted (the first lets the change settle). One trial is a noisy
+measure on a shared machine (the same load gave -6 % and +41 % in trials a minute apart), so
+the counts add up over the trials, each earlier trial's weighing :data:`DECAY` as much at
+every new one (the latest weighs as much as all before it), and the choice has a dead band:
+the loop starts polling when the periods with polling answered at least :data:`GAIN` times
+as many per second, and stops when they answered fewer than ``1 / GAIN`` times as many;
+in between, the last choice holds until the next trial, :data:`CHOSEN_NS` later. Load that
+starts, or comes back after a pause, runs :data:`WARMUP_NS` as last chosen (at first:
+without polling) before a trial, so that clients setting up their connections do not count
+as a gain of whatever comes next. A machine where polling hurts pays for it during two
+trial periods in a round (a twelfth of the time, at the few per cent it costs); one where
+it helps loses it as long.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ TRIAL_NS = 500_000_000
 SETTLE = 0.5
 CHOSEN_NS = 10_000_000_000
 GAIN = 1.02
+# How much an earlier trial's counts weigh at each new trial.
+DECAY = 0.5
 WARMUP_NS = 500_000_000
 # Without, with, with, without.
 _ORDER = (False, True, True, False)
@@ -60,8 +67,10 @@ class SpinTrials:
         self._period_end = 0
         self._settle_at = 0  # when the current trial period starts counting (0: counting)
         self._answered = 0  # answers in the current period
-        self._counts = [0, 0]  # answers in the trial's periods without / with polling
-        self._spans = [0, 0]  # and their lengths (ns)
+        # Answers in the trials' periods without / with polling, and the periods' lengths
+        # (ns), earlier trials weighing less (DECAY).
+        self._counts = [0.0, 0.0]
+        self._spans = [0.0, 0.0]
         self._chosen = False  # what the last trial chose
 
     def answered(self) -> None:
@@ -81,8 +90,9 @@ class SpinTrials:
             self._begin(_WARMUP, self._chosen, now, WARMUP_NS)
             return
         if step == _WARMUP or step == _CHOSEN:
-            self._counts = [0, 0]
-            self._spans = [0, 0]
+            counts, spans = self._counts, self._spans
+            self._counts = [counts[0] * DECAY, counts[1] * DECAY]
+            self._spans = [spans[0] * DECAY, spans[1] * DECAY]
             self._begin(0, _ORDER[0], now, TRIAL_NS)
             return
         mode = _ORDER[step]
@@ -106,4 +116,6 @@ class SpinTrials:
         (without, with_), (span_without, span_with) = self._counts, self._spans
         if not (span_without and span_with and with_):
             return False
+        if self._chosen:  # polling: it stops when it answers fewer
+            return with_ * span_without * GAIN >= without * span_with
         return with_ * span_without >= GAIN * without * span_with
