@@ -1,6 +1,7 @@
 """``--model-control-mode=poll``: the server follows the repository (added versions and
 models load, removed ones unload, a broken change leaves the old version serving with the
-reason in the index, a broken new version is listed UNAVAILABLE beside it), and refuses the load/unload API as Triton does."""
+reason in the index, a broken new version is listed UNAVAILABLE beside it), and refuses the
+load/unload API as Triton does."""
 
 from __future__ import annotations
 

@@ -21,29 +21,21 @@ def keep_serving(
     failed: dict[int, str] | None = None,
 ) -> None:
     """A load of which nothing could be used: what served keeps serving. ``failed``
-    names the versions the load was for, each with why it failed: one that serves
-    keeps serving with that reason, one that does not is listed UNAVAILABLE with it
-    (as Triton lists a new version that failed beside the one still serving, or the
-    versions of a first load that failed). Without ``failed`` (the load failed before it
-    chose versions) every serving version carries ``reason``."""
+    names the versions the load was for, each with why it failed (see
+    :func:`failed_status`: as Triton lists a new version that failed beside the one still
+    serving, or the versions of a first load that failed). Without ``failed`` (the load
+    failed before it chose versions) every serving version carries ``reason``."""
     entry.attempted, entry.load_error = stamp, reason
-    if entry.has_loaded():
-        if not failed:
-            failed = {v: reason for v, s in entry.versions.items() if s.loaded is not None}
-        versions = dict(entry.versions)
-        for number, why in failed.items():
-            status = versions.get(number)
-            if status is not None and status.loaded is not None:
-                versions[number] = VersionStatus(
-                    number, status.state, kept_reason(why), status.loaded
-                )
-            else:
-                versions[number] = VersionStatus(number, UNAVAILABLE, why)
-        entry.versions = versions
-        return
-    entry.versions = {v: VersionStatus(v, UNAVAILABLE, why) for v, why in (failed or {}).items()}
-    entry.state, entry.reason = UNAVAILABLE, reason
-    entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
+    serving = entry.has_loaded()
+    if serving and not failed:
+        failed = {v: reason for v, s in entry.versions.items() if s.loaded is not None}
+    versions = dict(entry.versions) if serving else {}
+    for number, why in (failed or {}).items():
+        versions[number] = failed_status(number, why, versions.get(number))
+    entry.versions = versions
+    if not serving:
+        entry.state, entry.reason = UNAVAILABLE, reason
+        entry.model_dir, entry.stamp, entry.overridden = model_dir, None, overridden
 
 
 def swap_versions(
@@ -56,11 +48,7 @@ def swap_versions(
     for number, loaded in built.loaded.items():
         new[number] = VersionStatus(number, READY, "", loaded)
     for number, reason in built.failed.items():
-        previous = old.get(number)
-        if previous is not None and previous.loaded is not None:
-            new[number] = VersionStatus(number, READY, kept_reason(reason), previous.loaded)
-        else:
-            new[number] = VersionStatus(number, UNAVAILABLE, reason)
+        new[number] = failed_status(number, reason, old.get(number))
     kept = {id(s.loaded) for s in new.values() if s.loaded is not None}
     retired: list[ServedVersion] = []
     for number, status in old.items():
@@ -79,6 +67,14 @@ def swap_versions(
     entry.attempted = stamp
     entry.load_error = "; ".join(built.failed.values())
     return retired
+
+
+def failed_status(number: int, reason: str, previous: VersionStatus | None) -> VersionStatus:
+    """Version ``number`` after a load of it failed for ``reason``: still serving (READY,
+    saying why its replacement is not) when ``previous`` served, else UNAVAILABLE."""
+    if previous is not None and previous.loaded is not None:
+        return VersionStatus(number, READY, kept_reason(reason), previous.loaded)
+    return VersionStatus(number, UNAVAILABLE, reason)
 
 
 def kept_reason(reason: str) -> str:
