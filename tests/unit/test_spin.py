@@ -158,3 +158,17 @@ def test_answers_given_at_once_linger_unless_other_clients_are_sending(monkeypat
         assert not quiet.spinning
 
     asyncio.run(main())
+
+
+def test_instances_poll_after_a_batch_when_one_request_is_in_flight_or_the_loop_polls():
+    spinner = RequestSpinner(busy_ns=0, linger_ns=0)
+    assert not spinner.workers_poll()  # nothing in flight
+    spinner.begin()
+    assert spinner.workers_poll()  # one client waits: its next request follows the answer
+    spinner.begin()
+    assert not spinner.workers_poll()  # several, and the trials chose not to poll
+    spinner.trials.on = True
+    assert spinner.workers_poll()  # several, and the loop polls: so do the instances
+    spinner.end()
+    spinner.trials.on = False
+    assert spinner.workers_poll()

@@ -122,8 +122,8 @@ def build_service(
     )
     model_code = ModelCodeControl()
     bls = BlsEndpoint(submitter, table, model_code)
-    lone = spinner.lone if spinner.enabled else None
-    versions = VersionBuilder(options, bls, lone, response_store, rate_limiter)
+    workers_poll = spinner.workers_poll if spinner.enabled else None
+    versions = VersionBuilder(options, bls, workers_poll, response_store, rate_limiter)
     ensembles = EnsembleBuilder(submitter, table, options.gpu_count, response_store)
     manager = ModelManager(list(roots), options, table, versions, ensembles, remotes)
     repository = RepositoryControl(manager, model_control_mode, model_code)
@@ -150,7 +150,7 @@ class Server:
             latency_summaries=settings.allow_metrics and metrics_config.summary_latencies,
             worker_poll_us=settings.busy_poll_worker_us,
             worker_spare_poll_us=settings.busy_poll_worker_spare_us,
-            lone_poll_us=settings.busy_poll_us,
+            hinted_poll_us=settings.busy_poll_us,
             first_response_histogram=settings.allow_metrics
             and metrics_config.histogram_latencies,
             backend_config=settings.backend_config,

@@ -44,7 +44,7 @@ class Launched(NamedTuple):
 def launch(
     env: dict[str, str] | None,
     poll_us: int,
-    lone_poll_us: int,
+    hinted_poll_us: int,
     python: WorkerPython | None = None,
     spare_poll_us: int = 0,
 ) -> Launched:
@@ -67,7 +67,7 @@ def launch(
             str(os.getpid()),
             str(call_child.fileno()),
             str(poll_us),
-            str(lone_poll_us),
+            str(hinted_poll_us),
             str(spare_poll_us),
         ]
         # A session of its own: where the kernel groups scheduling by session

@@ -69,20 +69,20 @@ class WorkerProcess:
         calls: CallHandler | None = None,
         poll_us: int = 0,
         spare_poll_us: int = 0,
-        lone_poll_us: int = 0,
-        lone: Callable[[], bool] | None = None,
+        hinted_poll_us: int = 0,
+        poll_hint: Callable[[], bool] | None = None,
         python: WorkerPython | None = None,
     ) -> None:
         self.label = label
         # How long the worker polls for its next message before it sleeps (see
         # ``MessageReader``): ``poll_us`` when its last wait was shorter than that (up to
         # ``spare_poll_us`` while its polls find the core to themselves), and
-        # ``lone_poll_us`` after a batch sent while ``lone()`` said that one client's
-        # request is all the server has in flight (its next request comes soon).
+        # ``hinted_poll_us`` after a batch sent while ``poll_hint()`` said so (one client's
+        # request is all the server has in flight, or the server's loop polls too).
         self._poll_us = poll_us
         self._spare_poll_us = spare_poll_us
-        self._lone_poll_us = lone_poll_us
-        self._lone = lone if lone_poll_us else None
+        self._hinted_poll_us = hinted_poll_us
+        self._poll_hint = poll_hint if hinted_poll_us else None
         self._env = env
         #: What this worker's environment adds to the server's for its instance's device
         #: (a started worker is given only to an instance that wants the same).
@@ -136,7 +136,7 @@ class WorkerProcess:
     async def spawn(self) -> None:
         loop = asyncio.get_running_loop()
         launched = launch(
-            self._env, self._poll_us, self._lone_poll_us, self._python, self._spare_poll_us
+            self._env, self._poll_us, self._hinted_poll_us, self._python, self._spare_poll_us
         )
         self._proc = launched.proc
         self._calls = CallChannel(launched.calls, self.label, self._call_handler)
@@ -303,7 +303,7 @@ class WorkerProcess:
             raise WorkerDied(f"instance '{self.label}' is not running")
         if self._flight.batch is not None or self._pending is not None:
             raise InternalError(f"instance '{self.label}' is busy")
-        poll = self._lone is not None and self._lone()
+        poll = self._poll_hint is not None and self._poll_hint()
         writer = self._writer
         sliced = writer.sliced
         if sliced.items:  # left by a batch whose writing failed

@@ -61,7 +61,7 @@ class Worker:
         ctl: socket.socket,
         fds: socket.socket,
         poll_us: int = 0,
-        lone_poll_us: int = 0,
+        hinted_poll_us: int = 0,
         spare_poll_us: int = 0,
     ) -> None:
         self.ctl = ctl
@@ -78,8 +78,8 @@ class Worker:
             spare_poll_us * 1000,
         )
         # After a batch the server marked "poll" (one client's request was all it had in
-        # flight), poll this long for the next one.
-        self._lone_poll_ns = lone_poll_us * 1000
+        # flight, or its loop polls too), poll this long for the next one.
+        self._hinted_poll_ns = hinted_poll_us * 1000
         # Replies and decoupled responses (sent from any thread) share the socket.
         self._send_lock = threading.Lock()
         self.responses = ResponseStream(self.send, fds)
@@ -164,7 +164,7 @@ class Worker:
         """Send ``reply``; how long to poll for the next message."""
         send_notices(self.send)
         self.send(reply)
-        return self._lone_poll_ns if type(message) is Exec and message.poll else 0
+        return self._hinted_poll_ns if type(message) is Exec and message.poll else 0
 
     def _take_arena(self, message: NewArena) -> None:
         fd = recv_fd(self.fds)
@@ -270,11 +270,11 @@ def main(argv: list[str]) -> int:
     ctl = socket.socket(fileno=ctl_fd)
     fds = socket.socket(fileno=fds_fd)
     poll_us = int(argv[4]) if len(argv) > 4 else 0
-    lone_poll_us = int(argv[5]) if len(argv) > 5 else 0
+    hinted_poll_us = int(argv[5]) if len(argv) > 5 else 0
     spare_poll_us = int(argv[6]) if len(argv) > 6 else 0
     if len(argv) > 3:  # the call channel (BLS, model management)
-        bls.install(socket.socket(fileno=int(argv[3])), max(poll_us, lone_poll_us) * 1000)
-    Worker(ctl, fds, poll_us, lone_poll_us, spare_poll_us).run()
+        bls.install(socket.socket(fileno=int(argv[3])), max(poll_us, hinted_poll_us) * 1000)
+    Worker(ctl, fds, poll_us, hinted_poll_us, spare_poll_us).run()
     return 0
 
 

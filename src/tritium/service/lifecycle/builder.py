@@ -70,10 +70,11 @@ class LoadOptions:
     # Keep per-request latency summaries (--metrics-config summary_latencies=true).
     latency_summaries: bool = False
     # How long workers poll for their next batch (--busy-poll-worker-us, up to
-    # --busy-poll-worker-spare-us while the core is theirs; --busy-poll-us after a lone request).
+    # --busy-poll-worker-spare-us while the core is theirs; --busy-poll-us after a batch sent
+    # while the server's loop wanted them to poll).
     worker_poll_us: int = 0
     worker_spare_poll_us: int = 0
-    lone_poll_us: int = 0
+    hinted_poll_us: int = 0
     # Decoupled models keep the first-response histogram (histogram_latencies=true).
     first_response_histogram: bool = False
     # --backend-config entries (backend, setting, value), handed to the backends' loaders.
@@ -124,14 +125,14 @@ class VersionBuilder:
     """Builds versions whose instances run in worker processes.
 
     ``calls`` answers model code's requests (BLS) in the workers this starts;
-    ``lone_request`` tells whether one client's request is all the server has in flight
-    (workers then poll after a batch, see ``LoadOptions.lone_poll_us``)."""
+    ``workers_poll`` tells whether the instance given a batch now should poll for its next
+    one (see ``RequestSpinner.workers_poll`` and ``LoadOptions.hinted_poll_us``)."""
 
     def __init__(
         self,
         options: LoadOptions,
         calls: CallHandler | None = None,
-        lone_request: Callable[[], bool] | None = None,
+        workers_poll: Callable[[], bool] | None = None,
         response_store: ResponseStore | None = None,
         rate_limiter: RateLimiter | None = None,
     ) -> None:
@@ -142,7 +143,7 @@ class VersionBuilder:
         self.response_store = response_store
         self._starting: set[WorkerProcess] = set()
         self.call_handler = calls
-        self.lone_request = lone_request
+        self.workers_poll = workers_poll
 
     async def build(
         self,
@@ -236,8 +237,8 @@ class VersionBuilder:
             calls=self.call_handler,
             poll_us=self.options.worker_poll_us,
             spare_poll_us=self.options.worker_spare_poll_us,
-            lone_poll_us=self.options.lone_poll_us if self.lone_request is not None else 0,
-            lone=self.lone_request,
+            hinted_poll_us=self.options.hinted_poll_us if self.workers_poll is not None else 0,
+            poll_hint=self.workers_poll,
         )
         process.device_env = env
         self._starting.add(process)

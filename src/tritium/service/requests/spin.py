@@ -125,9 +125,14 @@ class RequestSpinner:
     def enabled(self) -> bool:
         return bool(self._busy_ns or self._linger_ns)
 
-    def lone(self) -> bool:
-        """One client's request is all that is in flight."""
-        return self.in_flight == 1
+    def workers_poll(self) -> bool:
+        """Whether the instance given a batch now polls for its next one: one client's
+        request is all that is in flight (the client sends its next as soon as this is
+        answered), or the loop polls with several in flight because the trials found that
+        it pays. The instances' polling is part of what the trials measure: their periods
+        with polling have the loop and the instances poll, those without neither, since
+        either alone leaves a wake-up on the way from a reply to the next batch."""
+        return self.in_flight == 1 or self.trials.on
 
     @property
     def spinning(self) -> bool:
