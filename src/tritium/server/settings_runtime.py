@@ -34,8 +34,8 @@ class RuntimeSettings:
         "model instances that served it poll as long for their next batch, so answers and "
         "the next request are picked up without a wake-up (lower latency for a lone client, "
         "at the price of that CPU time). With several requests in flight the loop polls as "
-        "long after each accepted while trials find that polling answers more requests per "
-        "second. 0 turns polling off.",
+        "long after each accepted, and the instances as long after each batch, while trials "
+        "find that polling answers more requests per second. 0 turns polling off.",
         "Server",
     )
     busy_poll_linger_us: int = opt(
