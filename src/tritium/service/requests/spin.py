@@ -18,7 +18,9 @@ still sleeps and is woken, which puts a wake-up on the path from a worker's repl
 next batch. Polling then too (yielding the core at each turn to any other process that
 wants it) pays on a machine with idle cores and costs on a full one; ``SpinTrials``
 measures which, by the requests answered with and without it, and the loop polls with
-several in flight only while the last trial found that it pays.
+several in flight only while the last trial found that it pays. The instances are then told
+to poll for their next batch too (``workers_poll``: each batch carries the hint), so that
+neither side of a hand-off waits to be woken.
 """
 
 from __future__ import annotations
