@@ -26,6 +26,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench import run_meta  # noqa: E402
 from bench.anchors import add_server_options, locate_anchors  # noqa: E402
 from bench.measurement import Measurement  # noqa: E402
 from bench.perf import run_perf_analyzer  # noqa: E402
@@ -102,6 +103,7 @@ def main() -> int:
     if not onnx_file.is_file():
         print(f"{onnx_file} is missing: run the shared tools' setup-anchors.sh", file=sys.stderr)
         return 2
+    print(f"[bench] {run_meta.machine()}; {run_meta.session_weight()}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="onnx-mlp-bench-"))
     # Triton (--exit-on-error) gets a repository with mlp_py alone.
     triton_repo = work / "triton"

@@ -312,6 +312,7 @@ def markdown_report(meta: dict[str, Any], results: list[ScenarioResult]) -> str:
         "",
         f"- commit: `{meta['commit']}`",
         f"- machine: {meta['machine']}",
+        f"- scheduling: {meta.get('scheduling', 'not recorded')}",
         f"- servers: {meta['servers']}",
         f"- rounds: {meta['rounds']} (each round runs every scenario, tritium then Triton; a "
         "scenario and its baseline back to back on each server); medians per server",

@@ -145,6 +145,7 @@ def run_bench(
         "timestamp": timestamp,
         "commit": run_meta.commit(),
         "machine": run_meta.machine(),
+        "scheduling": run_meta.session_weight(),
         "repository": str(repository),
         "rounds": rounds,
         "setup": run_meta.describe_setup(settings),
