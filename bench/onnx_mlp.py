@@ -6,9 +6,9 @@ The shared tools' bench models: Triton serves ``triton/mlp_py`` (``1/mlp.onnx`` 
 ``tritium/mlp_onnx`` (the same bytes as ``1/model.onnx``, ``platform: "onnxruntime_onnx"``,
 one ORT thread). Both: INPUT0/OUTPUT0 FP32 [256], max_batch_size 64, dynamic batching, one
 CPU instance. perf_analyzer runs HTTP c1, HTTP c16 and gRPC c16 against each server,
-alternating servers within every round; the report gives medians and tritium/Triton ratios
-(target ≥ 1.5 each), raw onnxruntime in one process at the batch sizes the batcher formed,
-and the memory of tritium's instance worker.
+alternating servers within every round (which goes first alternates between rounds); the
+report gives medians and tritium/Triton ratios (target ≥ 1.5 each), raw onnxruntime in one
+process at the batch sizes the batcher formed, and the memory of tritium's instance worker.
 
     .venv/bin/python bench/onnx_mlp.py [--rounds 3] [--anchors /tmp/anchors] [--tritium-arg=FLAG]
 """
@@ -124,8 +124,13 @@ def main() -> int:
             wait_models_ready(server.url, [MODELS[name]])
         pgid = servers["tritium"].pgid
         for round_number in range(1, args.rounds + 1):
+            # Each load runs both servers back to back, in turn first (ABBA over rounds),
+            # so that whatever a run leaves behind favours neither.
+            order = list(servers.items())
+            if round_number % 2 == 0:
+                order.reverse()
             for label, protocol, concurrency in LOADS:
-                for name, server in servers.items():
+                for name, server in order:
                     url = server.grpc_url if protocol == "grpc" else server.url
                     measured = run_perf_analyzer(
                         anchors.perf_analyzer,
