@@ -22,18 +22,18 @@ def session_weight() -> str:
     """The load generator's scheduling weight against the servers'. The servers start in
     sessions of their own, and where the kernel groups scheduling by session (autogroup)
     each session shares the CPU as one: a load generator run from a reniced session (``echo
-    -19 > /proc/self/autogroup``) then outweighs every server process (~70:1 at -19), which
+    -19 > /proc/self/autogroup``) then outweighs each server's session (~70:1 at -19), which
     changes the absolute numbers and can change the ratios."""
+    process = f"process nice {os.nice(0)}"
     try:
         enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
-        group = Path("/proc/self/autogroup").read_text().split()
+        group = Path("/proc/self/autogroup").read_text().split()  # "/autogroup-N nice K"
     except OSError:
-        return f"process nice {os.nice(0)}; autogroup unknown"
+        return f"{process}; autogroup unknown"
     if enabled != "1":
-        return f"process nice {os.nice(0)}; autogroup scheduling off"
-    nice = group[-1] if len(group) >= 3 and group[-2] == "nice" else "?"
+        return f"{process}; autogroup scheduling off"
     return (
-        f"process nice {os.nice(0)}; load generator's session at autogroup nice {nice}, "
+        f"{process}; load generator's session at autogroup nice {group[-1]}, "
         "the servers in sessions of their own at nice 0"
     )
 
