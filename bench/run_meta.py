@@ -24,16 +24,27 @@ def session_weight() -> str:
     each session shares the CPU as one: a load generator run from a reniced session (``echo
     -19 > /proc/self/autogroup``) then outweighs each server's session (~70:1 at -19), which
     changes the absolute numbers and can change the ratios."""
-    process = f"process nice {os.nice(0)}"
-    try:
-        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
-        group = Path("/proc/self/autogroup").read_text().split()  # "/autogroup-N nice K"
-    except OSError:
+    enabled: str | None = None
+    group: str | None = None
+    with contextlib.suppress(OSError):
+        enabled = Path("/proc/sys/kernel/sched_autogroup_enabled").read_text()
+        group = Path("/proc/self/autogroup").read_text()
+    return describe_weight(os.nice(0), enabled, group)
+
+
+def describe_weight(process_nice: int, autogroup_enabled: str | None, autogroup: str | None) -> str:
+    """``autogroup`` is what ``/proc/self/autogroup`` reads ("/autogroup-N nice K"); containers
+    may give an empty file, and then the weight is unknown."""
+    process = f"process nice {process_nice}"
+    if autogroup_enabled is None or autogroup is None:
         return f"{process}; autogroup unknown"
-    if enabled != "1":
+    if autogroup_enabled.strip() != "1":
         return f"{process}; autogroup scheduling off"
+    words = autogroup.split()
+    if len(words) < 3 or words[-2] != "nice":
+        return f"{process}; autogroup unknown"
     return (
-        f"{process}; load generator's session at autogroup nice {group[-1]}, "
+        f"{process}; load generator's session at autogroup nice {words[-1]}, "
         "the servers in sessions of their own at nice 0"
     )
 
