@@ -109,7 +109,8 @@ class MessageReader:
     (or several), instead of one call for the length and another for the body.
 
     With ``poll_ns``, a reader whose last wait for a message was shorter than that polls
-    the socket (yielding the CPU to anything else runnable) for up to ``poll_ns`` before it
+    the socket (yielding the CPU at each turn, which hands it to threads of the same session
+    or cgroup only) for up to ``poll_ns`` before it
     blocks: when messages come back to back, as a worker's next batch does under load or
     for a lone client, the process is still awake when the next one arrives and neither
     side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
@@ -121,8 +122,8 @@ class MessageReader:
     budget while its polls find the core to themselves: their CPU time keeps up with the
     clock, so nothing else was waiting for the core (a model whose own compute keeps the
     batches apart on a machine with idle time). When a quarter or more of the recent polls
-    found the core shared (their CPU time fell behind: yielding let another busy process
-    run) it polls ``poll_ns`` again, and the spinning does not take time from the processes
+    found the core shared (their CPU time fell behind: the scheduler ran another busy
+    process) it polls ``poll_ns`` again, and the spinning does not take time from the processes
     that feed it; now and then a wait polls long once to look again.
     """
 

@@ -15,12 +15,13 @@ flight; after one the loop lingers the same way, unless such answers come close 
 
 With two or more requests in flight the loop has work of its own, but between batches it
 still sleeps and is woken, which puts a wake-up on the path from a worker's reply to its
-next batch. Polling then too (yielding the core at each turn to any other process that
-wants it) pays on a machine with idle cores and costs on a full one; ``SpinTrials``
-measures which, by the requests answered with and without it, and the loop polls with
-several in flight only while the last trial found that it pays. The instances are then told
-to poll for their next batch too (``workers_poll``: each batch carries the hint), so that
-neither side of a hand-off waits to be woken.
+next batch. Polling then too (yielding the core at each turn, which only hands it to
+threads of the same session or cgroup: to the kernel's per-session and per-cgroup fair
+shares a poller is as busy as any process) pays on a machine with idle cores and costs on a
+full one; ``SpinTrials`` measures which, by the requests answered with and without it,
+and the loop polls with several in flight only while the last trial found that it pays.
+The instances are then told to poll for their next batch too (``workers_poll``: each batch
+carries the hint), so that neither side of a hand-off waits to be woken.
 """
 
 from __future__ import annotations
