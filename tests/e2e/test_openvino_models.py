@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip(
     "openvino",
-    reason="openvino is not installed (not in the test extra: pip install 'tritium[openvino]')",
+    reason="openvino is not installed (pip install 'tritium[openvino]')",
 )
 
 import tritonclient.grpc as grpcclient  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 pytest.importorskip(
     "openvino",
-    reason="openvino is not installed (not in the test extra: pip install 'tritium[openvino]')",
+    reason="openvino is not installed (pip install 'tritium[openvino]')",
 )
 
 from tritium.backends.openvino import loading  # noqa: E402
