@@ -10,6 +10,7 @@ counted for those steps), in the batch statistics of the request's batch size.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,18 @@ def _stats(endpoint, model: str) -> dict:  # noqa: ANN001
     reply = endpoint.request("GET", f"/v2/models/{model}/stats")
     assert reply.status == 200, reply.show()
     return reply.json()["model_stats"][0]
+
+
+def _settled_stats(endpoint, model: str, before: dict, count: int) -> dict:  # noqa: ANN001
+    """The statistics once ``count`` more inferences show in them: Triton counts an
+    ensemble's request a moment after its response has gone out."""
+    deadline = time.monotonic() + 10
+    while True:
+        stats = _stats(endpoint, model)
+        added = int(stats["inference_count"]) - int(before["inference_count"])
+        if added >= count or time.monotonic() > deadline:
+            return stats
+        time.sleep(0.05)
 
 
 def _delta(before: dict, after: dict) -> dict:
@@ -72,8 +85,10 @@ def _shape(endpoint) -> dict:  # noqa: ANN001
             {"Content-Type": "application/json"},
         )
         assert reply.status == 200, reply.show()
-    ensemble = _delta(ensemble_before, _stats(endpoint, "add_sub_ensemble"))
-    step = _delta(step_before, _stats(endpoint, "add_sub"))
+    ensemble_after = _settled_stats(endpoint, "add_sub_ensemble", ensemble_before, REQUESTS)
+    step_after = _settled_stats(endpoint, "add_sub", step_before, 2 * REQUESTS)
+    ensemble = _delta(ensemble_before, ensemble_after)
+    step = _delta(step_before, step_after)
     print(endpoint.name, "ensemble", ensemble, "\n", endpoint.name, "add_sub", step)
     success_ns = ensemble["success"][1]
     return {
