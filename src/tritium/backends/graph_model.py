@@ -37,6 +37,14 @@ class GraphModel:
             io["name"]: config_to_wire(io.get("data_type", "TYPE_FP32"))
             for io in (*config.get("input", ()), *config.get("output", ()))
         }
+        # Implicit state: the sequence batcher feeds the state input and asks for the state
+        # output by name, neither of them in the configuration's inputs and outputs.
+        for state in (config.get("sequence_batching") or {}).get("state") or ():
+            wire = config_to_wire(state.get("data_type", "TYPE_FP32"))
+            self.wire.setdefault(state["input_name"], wire)
+            self.wire.setdefault(state["output_name"], wire)
+            if state["output_name"] not in self.outputs:
+                self.outputs.append(state["output_name"])
         self.input_reshape = _reshapes(config.get("input", ()), "model")
         self.output_reshape = _reshapes(config.get("output", ()), "config")
         self.strings = {name for name, wire in self.wire.items() if wire == "BYTES"}

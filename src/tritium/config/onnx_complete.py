@@ -13,7 +13,11 @@ what the configuration leaves out and refuse what contradicts the graph:
 - inputs (outputs) absent from the configuration all come from the graph: name, type and
   dims without the batch dimension; a scalar per item becomes ``dims: [1]`` with an empty
   ``reshape``;
-- every configured tensor must exist in the graph with the same type and compatible dims.
+- every configured tensor must exist in the graph with the same type and compatible dims;
+- the tensors the sequence batcher supplies (``control_input``, the implicit ``state``
+  inputs) and takes (the ``state`` outputs) are the graph's too but not the
+  configuration's ``input``/``output``: auto-complete leaves them out, and they must exist
+  in the graph with the type (and, for states, the dims) the sequence batching gives.
 
 Auto-complete can be turned off (``--disable-auto-complete-config``); the checks cannot.
 """
@@ -23,7 +27,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelInput, ModelOutput
+from tritonclient.grpc.model_config_pb2 import (
+    DataType,
+    ModelConfig,
+    ModelInput,
+    ModelOutput,
+    ModelSequenceBatching,
+)
 
 from tritium.config.errors import ConfigError
 
@@ -73,14 +83,17 @@ def complete_onnx_config(
         out.platform = platform
     name = out.name
     required = [t for t in inputs if not t.optional]
+    supplied, taken = _sequence_tensors(out)
     if auto_complete:
         _complete_max_batch_size(out, [*required, *outputs], default_max_batch_size)
         if not out.input:
             for tensor in required:
-                _fill(out.input.add(), tensor, out.max_batch_size, name, "input", graph_kind)
+                if tensor.name not in supplied:
+                    _fill(out.input.add(), tensor, out.max_batch_size, name, "input", graph_kind)
         if not out.output:
             for tensor in outputs:
-                _fill(out.output.add(), tensor, out.max_batch_size, name, "output", graph_kind)
+                if tensor.name not in taken:
+                    _fill(out.output.add(), tensor, out.max_batch_size, name, "output", graph_kind)
     elif out.max_batch_size > 0 and not _can_batch([*required, *outputs]):
         raise ConfigError(_no_batching(name), phase="load")
 
@@ -95,7 +108,8 @@ def complete_onnx_config(
                 phase="load",
             )
         _check(io, graph, out.max_batch_size, name, "input", graph_kind)
-    configured = {io.name for io in out.input}
+    _check_sequence_tensors(out, supplied, taken, inputs, outputs, graph_kind)
+    configured = {io.name for io in out.input} | supplied.keys()
     for tensor in required:
         if tensor.name not in configured:
             raise ConfigError(
@@ -115,6 +129,91 @@ def complete_onnx_config(
             )
         _check(io, graph, out.max_batch_size, name, "output", graph_kind)
     return out
+
+
+# A boolean control's false/true field and the type it gives the control tensor.
+_CONTROL_TYPES = (
+    ("int32_false_true", "TYPE_INT32"),
+    ("fp32_false_true", "TYPE_FP32"),
+    ("bool_false_true", "TYPE_BOOL"),
+)
+
+
+def _sequence_tensors(
+    config: ModelConfig,
+) -> tuple[dict[str, ModelInput | None], dict[str, ModelOutput]]:
+    """The inputs the sequence batcher supplies, by name (a state as a ``ModelInput`` to
+    check like a configured one; a control as None, checked by its type only), and the
+    state outputs it takes, by name."""
+    supplied: dict[str, ModelInput | None] = {}
+    taken: dict[str, ModelOutput] = {}
+    if not config.HasField("sequence_batching"):
+        return supplied, taken
+    batching = config.sequence_batching
+    for control_input in batching.control_input:
+        supplied[control_input.name] = None
+    for state in batching.state:
+        supplied[state.input_name] = ModelInput(
+            name=state.input_name, data_type=state.data_type, dims=state.dims
+        )
+        taken[state.output_name] = ModelOutput(
+            name=state.output_name, data_type=state.data_type, dims=state.dims
+        )
+    return supplied, taken
+
+
+def _control_type(control: ModelSequenceBatching.Control) -> str:
+    if control.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID:
+        return DataType.Name(control.data_type)
+    for field, config_type in _CONTROL_TYPES:
+        if len(getattr(control, field)):
+            return config_type
+    return ""  # no false/true pair: the sequence batching's own checks refuse it
+
+
+def _check_sequence_tensors(
+    config: ModelConfig,
+    supplied: dict[str, ModelInput | None],
+    taken: dict[str, ModelOutput],
+    inputs: Sequence[GraphTensor],
+    outputs: Sequence[GraphTensor],
+    graph_kind: str,
+) -> None:
+    """The sequence batcher's tensors must be the graph's, of the types it gives them."""
+    name = config.name
+    by_name = {t.name: t for t in inputs}
+    for tensor_name, state in supplied.items():
+        graph = by_name.get(tensor_name)
+        if graph is None:
+            raise ConfigError(
+                f"sequence batching input '{tensor_name}' of model '{name}' is not an input "
+                f"of its {graph_kind} model, whose inputs are: "
+                + ", ".join(t.name for t in inputs),
+                phase="load",
+            )
+        if state is not None:
+            _check(state, graph, config.max_batch_size, name, "input", graph_kind)
+    for control_input in config.sequence_batching.control_input:
+        graph = by_name[control_input.name]
+        for control in control_input.control:
+            expected = _control_type(control)
+            if expected and graph.config_type != expected:
+                raise ConfigError(
+                    f"control input '{control_input.name}' of model '{name}' is "
+                    f"{expected} in the sequence batching but "
+                    f"{graph.config_type or graph.onnx_type} in its {graph_kind} model",
+                    phase="load",
+                )
+    out_by_name = {t.name: t for t in outputs}
+    for tensor_name, state_output in taken.items():
+        graph = out_by_name.get(tensor_name)
+        if graph is None:
+            raise ConfigError(
+                f"state output '{tensor_name}' of model '{name}' is not an output of its "
+                f"{graph_kind} model, whose outputs are: " + ", ".join(t.name for t in outputs),
+                phase="load",
+            )
+        _check(state_output, graph, config.max_batch_size, name, "output", graph_kind)
 
 
 def _can_batch(tensors: Sequence[GraphTensor]) -> bool:

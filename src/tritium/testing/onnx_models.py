@@ -56,6 +56,27 @@ def add_sub(shape: Shape = ("N", 4), elem_type: int = 1) -> bytes:
     )
 
 
+def accumulator() -> bytes:
+    """A stateful model for sequence batching: ``OUTPUT = INPUT + STATE_IN + 100 * START``,
+    ``STATE_OUT = OUTPUT`` (FP32, ``[N, 1]``): with START as the sequence's start control
+    and STATE_IN/STATE_OUT as its implicit state, each answer is the running sum, plus 100
+    from the first request on."""
+    onnx = _onnx()
+    helper = onnx.helper
+    fp32 = onnx.TensorProto.FLOAT
+    return graph_model(
+        [
+            helper.make_node("Add", ["INPUT", "STATE_IN"], ["SUM"]),
+            helper.make_node("Mul", ["START", "HUNDRED"], ["BONUS"]),
+            helper.make_node("Add", ["SUM", "BONUS"], ["OUTPUT"]),
+            helper.make_node("Identity", ["OUTPUT"], ["STATE_OUT"]),
+        ],
+        [tensor(n, fp32, ("N", 1)) for n in ("INPUT", "START", "STATE_IN")],
+        [tensor(n, fp32, ("N", 1)) for n in ("OUTPUT", "STATE_OUT")],
+        [helper.make_tensor("HUNDRED", fp32, [1], [100.0])],
+    )
+
+
 def scale(factor: float, shape: Shape = ("N", 4), external_weights: bool = False) -> Any:
     """``Y = X * W`` with W a float32 initializer of ``factor``; the ``onnx.ModelProto``
     (to save with external data when ``external_weights``)."""
