@@ -6,6 +6,7 @@ its own state."""
 from __future__ import annotations
 
 import importlib.util
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +51,17 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     )
     # Only the sequence batching: the rest comes from the graph.
     om.write_model(repo, "acc_auto", om.accumulator(), SEQUENCE)
+    # Several sequences' requests joined into one run (their states too).
+    om.write_model(
+        repo,
+        "acc_oldest",
+        om.accumulator(),
+        SEQUENCE.replace(
+            "sequence_batching {\n",
+            "sequence_batching {\n  oldest { max_candidate_sequences: 8"
+            " max_queue_delay_microseconds: 2000 }\n",
+        ),
+    )
     # A control input the graph does not have.
     om.write_model(
         repo, "no_such_control", om.accumulator(), SEQUENCE.replace('"START"', '"BEGIN"')
@@ -123,3 +135,34 @@ def test_a_control_input_the_graph_lacks_fails_the_load_with_its_name(
         "sequence batching input 'BEGIN' of model 'no_such_control' is not an input of its "
         "ONNX model, whose inputs are: INPUT, START, STATE_IN"
     ) in index["no_such_control"]["reason"]
+
+
+def test_concurrent_sequences_batched_together_keep_their_own_state(server: ServerProcess) -> None:
+    sums: dict[int, list[float]] = {}
+    failures: list[BaseException] = []
+
+    def run(sequence: int) -> None:
+        client = grpcclient.InferenceServerClient(server.grpc_url)
+        try:
+            sums[sequence] = [
+                _step(client, grpcclient, "acc_oldest", sequence, float(sequence), i == 0, i == 19)
+                for i in range(20)
+            ]
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in range(1, 9)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures
+    assert sums == {s: [100.0 + s * (i + 1) for i in range(20)] for s in range(1, 9)}
+    client = httpclient.InferenceServerClient(server.http_url)
+    stats = client.get_inference_statistics("acc_oldest")["model_stats"][0]
+    client.close()
+    # 160 requests of 8 sequences in flight at once ran in fewer, joined runs.
+    assert int(stats["inference_count"]) == 160
+    assert int(stats["execution_count"]) < 160
