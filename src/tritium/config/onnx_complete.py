@@ -183,14 +183,7 @@ def _check_sequence_tensors(
     name = config.name
     by_name = {t.name: t for t in inputs}
     for tensor_name, state in supplied.items():
-        graph = by_name.get(tensor_name)
-        if graph is None:
-            raise ConfigError(
-                f"sequence batching input '{tensor_name}' of model '{name}' is not an input "
-                f"of its {graph_kind} model, whose inputs are: "
-                + ", ".join(t.name for t in inputs),
-                phase="load",
-            )
+        graph = _in_graph(tensor_name, inputs, "sequence batching input", "input", name, graph_kind)
         if state is not None:
             _check(state, graph, config.max_batch_size, name, "input", graph_kind)
     for control_input in config.sequence_batching.control_input:
@@ -204,16 +197,29 @@ def _check_sequence_tensors(
                     f"{graph.config_type or graph.onnx_type} in its {graph_kind} model",
                     phase="load",
                 )
-    out_by_name = {t.name: t for t in outputs}
     for tensor_name, state_output in taken.items():
-        graph = out_by_name.get(tensor_name)
-        if graph is None:
-            raise ConfigError(
-                f"state output '{tensor_name}' of model '{name}' is not an output of its "
-                f"{graph_kind} model, whose outputs are: " + ", ".join(t.name for t in outputs),
-                phase="load",
-            )
+        graph = _in_graph(tensor_name, outputs, "state output", "output", name, graph_kind)
         _check(state_output, graph, config.max_batch_size, name, "output", graph_kind)
+
+
+def _in_graph(
+    tensor_name: str,
+    tensors: Sequence[GraphTensor],
+    role: str,
+    what: str,
+    model: str,
+    graph_kind: str,
+) -> GraphTensor:
+    """The graph's ``what`` (input or output) named ``tensor_name``; a ConfigError naming
+    it by its ``role`` when the graph has none."""
+    for tensor in tensors:
+        if tensor.name == tensor_name:
+            return tensor
+    raise ConfigError(
+        f"{role} '{tensor_name}' of model '{model}' is not an {what} of its {graph_kind} "
+        f"model, whose {what}s are: " + ", ".join(t.name for t in tensors),
+        phase="load",
+    )
 
 
 def _can_batch(tensors: Sequence[GraphTensor]) -> bool:
