@@ -94,3 +94,18 @@ def test_a_state_output_the_graph_lacks_is_named() -> None:
         "state output 'STATE_OUT' of model 'acc' is not an output of its ONNX model, "
         "whose outputs are: OUTPUT"
     )
+
+
+def test_a_correlation_id_control_takes_its_data_type() -> None:
+    corrid = SEQUENCE.replace(
+        "  state [",
+        '  control_input [ { name: "CORRID" control [ { kind: CONTROL_SEQUENCE_CORRID'
+        " data_type: TYPE_UINT64 } ] } ]\n  state [",
+    )
+    with_corrid = [*INPUTS, GraphTensor("CORRID", "TYPE_UINT64", (-1, 1))]
+    assert [i["name"] for i in complete(corrid, with_corrid)["input"]] == ["INPUT"]
+    as_int32 = [*INPUTS, GraphTensor("CORRID", "TYPE_INT32", (-1, 1))]
+    assert failure(corrid, as_int32) == (
+        "control input 'CORRID' of model 'acc' is TYPE_UINT64 in the sequence batching but "
+        "TYPE_INT32 in its ONNX model"
+    )
