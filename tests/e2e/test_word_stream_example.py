@@ -33,6 +33,8 @@ def test_grpc_stream_snippet(server: ServerProcess) -> None:
     snippet = re.findall(r"```python\n(.*?)```", SECTION, re.S)[0]
     assert "localhost:8001" in snippet
     code = snippet.replace("localhost:8001", server.grpc_url)
+    # A hang shows where it is: every thread's stack on stderr, well within the timeout.
+    code = "import faulthandler; faulthandler.dump_traceback_later(45, exit=True)\n" + code
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     # max_tokens=8: the echo of the prompt, then seven words.
