@@ -27,15 +27,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tritonclient.grpc.model_config_pb2 import (
-    DataType,
-    ModelConfig,
-    ModelInput,
-    ModelOutput,
-    ModelSequenceBatching,
-)
+from tritonclient.grpc.model_config_pb2 import DataType, ModelConfig, ModelInput, ModelOutput
 
 from tritium.config.errors import ConfigError
+from tritium.config.sequence_checks import control_type
 
 ONNXRUNTIME_BACKEND = "onnxruntime"
 ONNXRUNTIME_PLATFORM = "onnxruntime_onnx"
@@ -83,7 +78,10 @@ def complete_onnx_config(
         out.platform = platform
     name = out.name
     required = [t for t in inputs if not t.optional]
-    supplied, taken = _sequence_tensors(out)
+    state_inputs, state_outputs = _sequence_tensors(out)
+    supplied = {io.name for io in state_inputs}
+    supplied.update(c.name for c in out.sequence_batching.control_input)
+    taken = {io.name for io in state_outputs}
     if auto_complete:
         _complete_max_batch_size(out, [*required, *outputs], default_max_batch_size)
         if not out.input:
@@ -108,8 +106,8 @@ def complete_onnx_config(
                 phase="load",
             )
         _check(io, graph, out.max_batch_size, name, "input", graph_kind)
-    _check_sequence_tensors(out, supplied, taken, inputs, outputs, graph_kind)
-    configured = {io.name for io in out.input} | supplied.keys()
+    _check_sequence_tensors(out, state_inputs, state_outputs, inputs, outputs, graph_kind)
+    configured = {io.name for io in out.input} | supplied
     for tensor in required:
         if tensor.name not in configured:
             raise ConfigError(
@@ -131,65 +129,35 @@ def complete_onnx_config(
     return out
 
 
-# A boolean control's false/true field and the type it gives the control tensor.
-_CONTROL_TYPES = (
-    ("int32_false_true", "TYPE_INT32"),
-    ("fp32_false_true", "TYPE_FP32"),
-    ("bool_false_true", "TYPE_BOOL"),
-)
-
-
-def _sequence_tensors(
-    config: ModelConfig,
-) -> tuple[dict[str, ModelInput | None], dict[str, ModelOutput]]:
-    """The inputs the sequence batcher supplies, by name (a state as a ``ModelInput`` to
-    check like a configured one; a control as None, checked by its type only), and the
-    state outputs it takes, by name."""
-    supplied: dict[str, ModelInput | None] = {}
-    taken: dict[str, ModelOutput] = {}
+def _sequence_tensors(config: ModelConfig) -> tuple[list[ModelInput], list[ModelOutput]]:
+    """The implicit state tensors of ``config``'s sequence batching: the inputs the batcher
+    feeds and the outputs it keeps, as tensors to check like configured ones."""
     if not config.HasField("sequence_batching"):
-        return supplied, taken
-    batching = config.sequence_batching
-    for control_input in batching.control_input:
-        supplied[control_input.name] = None
-    for state in batching.state:
-        supplied[state.input_name] = ModelInput(
-            name=state.input_name, data_type=state.data_type, dims=state.dims
-        )
-        taken[state.output_name] = ModelOutput(
-            name=state.output_name, data_type=state.data_type, dims=state.dims
-        )
-    return supplied, taken
-
-
-def _control_type(control: ModelSequenceBatching.Control) -> str:
-    if control.kind == ModelSequenceBatching.Control.CONTROL_SEQUENCE_CORRID:
-        return DataType.Name(control.data_type)
-    for field, config_type in _CONTROL_TYPES:
-        if len(getattr(control, field)):
-            return config_type
-    return ""  # no false/true pair: the sequence batching's own checks refuse it
+        return [], []
+    states = config.sequence_batching.state
+    return (
+        [ModelInput(name=s.input_name, data_type=s.data_type, dims=s.dims) for s in states],
+        [ModelOutput(name=s.output_name, data_type=s.data_type, dims=s.dims) for s in states],
+    )
 
 
 def _check_sequence_tensors(
     config: ModelConfig,
-    supplied: dict[str, ModelInput | None],
-    taken: dict[str, ModelOutput],
+    state_inputs: list[ModelInput],
+    state_outputs: list[ModelOutput],
     inputs: Sequence[GraphTensor],
     outputs: Sequence[GraphTensor],
     graph_kind: str,
 ) -> None:
     """The sequence batcher's tensors must be the graph's, of the types it gives them."""
     name = config.name
-    by_name = {t.name: t for t in inputs}
-    for tensor_name, state in supplied.items():
-        graph = _in_graph(tensor_name, inputs, "sequence batching input", "input", name, graph_kind)
-        if state is not None:
-            _check(state, graph, config.max_batch_size, name, "input", graph_kind)
+    batch = config.max_batch_size
     for control_input in config.sequence_batching.control_input:
-        graph = by_name[control_input.name]
+        graph = _in_graph(
+            control_input.name, inputs, "sequence batching input", "input", name, graph_kind
+        )
         for control in control_input.control:
-            expected = _control_type(control)
+            expected = control_type(control)
             if expected and graph.config_type != expected:
                 raise ConfigError(
                     f"control input '{control_input.name}' of model '{name}' is "
@@ -197,9 +165,12 @@ def _check_sequence_tensors(
                     f"{graph.config_type or graph.onnx_type} in its {graph_kind} model",
                     phase="load",
                 )
-    for tensor_name, state_output in taken.items():
-        graph = _in_graph(tensor_name, outputs, "state output", "output", name, graph_kind)
-        _check(state_output, graph, config.max_batch_size, name, "output", graph_kind)
+    for state in state_inputs:
+        graph = _in_graph(state.name, inputs, "sequence batching input", "input", name, graph_kind)
+        _check(state, graph, batch, name, "input", graph_kind)
+    for state_output in state_outputs:
+        graph = _in_graph(state_output.name, outputs, "state output", "output", name, graph_kind)
+        _check(state_output, graph, batch, name, "output", graph_kind)
 
 
 def _in_graph(

@@ -19,7 +19,24 @@ _CORRID_TYPES = frozenset(
         DataType.TYPE_STRING,
     }
 )
-_FALSE_TRUE_FIELDS = ("int32_false_true", "fp32_false_true", "bool_false_true")
+#: A boolean control's false/true field and the data type it gives the control tensor.
+FALSE_TRUE_TYPES = (
+    ("int32_false_true", "TYPE_INT32"),
+    ("fp32_false_true", "TYPE_FP32"),
+    ("bool_false_true", "TYPE_BOOL"),
+)
+_FALSE_TRUE_FIELDS = tuple(field for field, _ in FALSE_TRUE_TYPES)
+
+
+def control_type(control: ModelSequenceBatching.Control) -> str:
+    """The data type of the tensor ``control`` fills ("TYPE_FP32"): a correlation id's
+    ``data_type``, a boolean control's false/true field's; "" when it has none."""
+    if control.kind == _Control.CONTROL_SEQUENCE_CORRID:
+        return DataType.Name(control.data_type)
+    for field, config_type in FALSE_TRUE_TYPES:
+        if len(getattr(control, field)):
+            return config_type
+    return ""
 
 
 def sequence_problem(config: ModelConfig) -> str | None:

@@ -110,10 +110,9 @@ class MessageReader:
 
     With ``poll_ns``, a reader whose last wait for a message was shorter than that polls
     the socket (yielding the CPU at each turn, which hands it to threads of the same session
-    or cgroup only) for up to ``poll_ns`` before it
-    blocks: when messages come back to back, as a worker's next batch does under load or
-    for a lone client, the process is still awake when the next one arrives and neither
-    side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
+    or cgroup only) for up to ``poll_ns`` before it blocks: when messages come back to
+    back, as a worker's next batch does under load or for a lone client, the process is
+    still awake when the next one arrives and neither side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
     idle process, or one whose messages come far apart, does not poll. ``next(poll_ns)``
     (the sender said more comes soon) polls up to that longer budget, unless the last wait
     outlasted it too: a client that pauses between requests is not polled for every time.
@@ -123,8 +122,8 @@ class MessageReader:
     clock, so nothing else was waiting for the core (a model whose own compute keeps the
     batches apart on a machine with idle time). When a quarter or more of the recent polls
     found the core shared (their CPU time fell behind: the scheduler ran another busy
-    process) it polls ``poll_ns`` again, and the spinning does not take time from the processes
-    that feed it; now and then a wait polls long once to look again.
+    process) it polls ``poll_ns`` again, and the spinning does not take time from the
+    processes that feed it; now and then a wait polls long once to look again.
     """
 
     __slots__ = (

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tritium.config.sequence_checks import FALSE_TRUE_TYPES
 from tritium.core.datatypes import config_to_wire
 
 DEFAULT_MAX_QUEUED = 4096  # requests waiting in the batcher, all sequences together
@@ -23,11 +24,7 @@ READY = "CONTROL_SEQUENCE_READY"
 CORRID = "CONTROL_SEQUENCE_CORRID"
 
 # (config field, wire datatype) of a boolean control's false/true pair.
-_FALSE_TRUE = (
-    ("int32_false_true", "INT32"),
-    ("fp32_false_true", "FP32"),
-    ("bool_false_true", "BOOL"),
-)
+_FALSE_TRUE = tuple((field, config_to_wire(kind)) for field, kind in FALSE_TRUE_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +91,7 @@ class SequenceConfig:
             settings: Mapping[str, Any] = oldest
             candidates = int(settings.get("max_candidate_sequences", 0) or 0)
             slots = candidates if candidates > 0 else max_batch
-            preferred = tuple(
-                sorted({int(s) for s in settings.get("preferred_batch_size") or ()})
-            )
+            preferred = tuple(sorted({int(s) for s in settings.get("preferred_batch_size") or ()}))
         else:  # direct is Triton's default strategy
             strategy = "direct"
             settings = batching.get("direct") or {}
