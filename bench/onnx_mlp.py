@@ -91,6 +91,16 @@ def worker_rss_mib(pgid: int) -> list[float]:
     return sizes
 
 
+def paired(ours: list[Measurement], theirs: list[Measurement]) -> list[tuple[float, float]]:
+    """(tritium, Triton) throughput of each round in which both were measured: a round
+    where either failed is left out, so that the others stay paired with their own."""
+    return [
+        (a.throughput, b.throughput)
+        for a, b in zip(ours, theirs, strict=True)
+        if a.throughput and b.throughput
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -132,6 +142,7 @@ def main() -> int:
             for label, protocol, concurrency in LOADS:
                 for name, server in order:
                     url = server.grpc_url if protocol == "grpc" else server.url
+                    ticks = run_meta.cpu_ticks()
                     measured = run_perf_analyzer(
                         anchors.perf_analyzer,
                         scenario(label, protocol, concurrency, name),
@@ -141,7 +152,14 @@ def main() -> int:
                         work / f"{name}-{label}-{round_number}.log",
                     )
                     results.setdefault((label, name), []).append(measured)
-                    shown = f"{measured.throughput:,.0f}/s" if measured.throughput else measured.error
+                    shown = (
+                        f"{measured.throughput:,.0f}/s"
+                        if measured.throughput
+                        else str(measured.error)
+                    )
+                    stolen = run_meta.stolen_share(ticks, run_meta.cpu_ticks())
+                    if stolen is not None:
+                        shown += f"  (stolen {stolen:.1%})"
                     print(f"[round {round_number}] {label:9} {name:8} {shown}", flush=True)
         if pgid is not None:
             memory = worker_rss_mib(pgid)
@@ -153,13 +171,14 @@ def main() -> int:
     print("|---|---:|---:|---:|---|")
     worst = None
     for label, _, _ in LOADS:
-        ours = [m.throughput for m in results[(label, "tritium")] if m.throughput]
-        theirs = [m.throughput for m in results[(label, "triton")] if m.throughput]
-        if not ours or not theirs:
+        pairs = paired(results[(label, "tritium")], results[(label, "triton")])
+        if not pairs:
             print(f"| {label} | failed | | | |")
             worst = 0.0
             continue
-        ratios = [a / b for a, b in zip(ours, theirs)]
+        ours = [a for a, _ in pairs]
+        theirs = [b for _, b in pairs]
+        ratios = [a / b for a, b in pairs]
         ratio = statistics.median(ratios)
         worst = ratio if worst is None else min(worst, ratio)
         print(

@@ -95,3 +95,33 @@ def describe_servers(servers: dict[str, Server]) -> str:
         md = server_metadata(server.url)
         parts.append(f"{name} {md.get('version', '?')} at {server.url}")
     return ", ".join(parts)
+
+
+def cpu_ticks() -> tuple[int, int] | None:
+    """(stolen, all) clock ticks of the machine's CPUs so far (``/proc/stat``), None where
+    unreadable. On a virtual machine "stolen" is time the hypervisor gave to others while
+    this machine had work: a measurement that saw much of it ran on a busy host."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    return parse_cpu_line(fields)
+
+
+def parse_cpu_line(fields: list[str]) -> tuple[int, int] | None:
+    """(stolen, all) from the split aggregate ``cpu`` line of ``/proc/stat``."""
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    try:
+        ticks = [int(f) for f in fields[1:9]]  # user .. steal; guest time is within user
+    except ValueError:
+        return None
+    return ticks[7], sum(ticks)
+
+
+def stolen_share(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time stolen between two ``cpu_ticks`` readings."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
