@@ -51,13 +51,16 @@ def test_curl_generate_stream_body(server: ServerProcess) -> None:
             async with session.post(url, data=body) as reply:
                 assert reply.status == 200
                 return [
-                    orjson.loads(line[6:]) async for line in reply.content
+                    orjson.loads(line[6:])
+                    async for line in reply.content
                     if line.startswith(b"data: ")
                 ]
 
     events = asyncio.run(asyncio.wait_for(read(), 60))
     assert len(events) == 8
     assert events[0] == {
-        "model_name": "word_stream", "model_version": "1", "text_output": "You said: hello."
+        "model_name": "word_stream",
+        "model_version": "1",
+        "text_output": "You said: hello.",
     }
     assert events[1]["text_output"] == " Thank"

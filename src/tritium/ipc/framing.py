@@ -112,10 +112,11 @@ class MessageReader:
     the socket (yielding the CPU at each turn, which hands it to threads of the same session
     or cgroup only) for up to ``poll_ns`` before it blocks: when messages come back to
     back, as a worker's next batch does under load or for a lone client, the process is
-    still awake when the next one arrives and neither side pays for a wake-up. A reader that waited longer last time sleeps at once, so an
-    idle process, or one whose messages come far apart, does not poll. ``next(poll_ns)``
-    (the sender said more comes soon) polls up to that longer budget, unless the last wait
-    outlasted it too: a client that pauses between requests is not polled for every time.
+    still awake when the next one arrives and neither side pays for a wake-up. A reader
+    that waited longer last time sleeps at once, so an idle process, or one whose messages
+    come far apart, does not poll. ``next(poll_ns)`` (the sender said more comes soon)
+    polls up to that longer budget, unless the last wait outlasted it too: a client that
+    pauses between requests is not polled for every time.
 
     With ``spare_poll_ns`` (longer than ``poll_ns``), the reader polls up to that longer
     budget while its polls find the core to themselves: their CPU time keeps up with the
