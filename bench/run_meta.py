@@ -11,6 +11,7 @@ from pathlib import Path
 from bench.anchors import REPO_ROOT
 from bench.scenarios import MeasureSettings
 from bench.servers import Server, server_metadata
+from tritium.frontends.metrics.system import cpu_jiffies
 
 
 def load_average() -> list[float]:
@@ -103,18 +104,18 @@ def cpu_ticks() -> tuple[int, int] | None:
     this machine had work: a measurement that saw much of it ran on a busy host."""
     try:
         with open("/proc/stat") as stat:
-            fields = stat.readline().split()
+            return parse_cpu_line(stat.readline())
     except OSError:
         return None
-    return parse_cpu_line(fields)
 
 
-def parse_cpu_line(fields: list[str]) -> tuple[int, int] | None:
-    """(stolen, all) from the split aggregate ``cpu`` line of ``/proc/stat``."""
-    if len(fields) < 9 or fields[0] != "cpu":
+def parse_cpu_line(line: str) -> tuple[int, int] | None:
+    """(stolen, all) from the aggregate ``cpu`` line of ``/proc/stat``; None for any other
+    line, or one from a kernel that does not count steal time."""
+    if len(line.split()) < 9:
         return None
     try:
-        ticks = [int(f) for f in fields[1:9]]  # user .. steal; guest time is within user
+        ticks = cpu_jiffies(line)
     except ValueError:
         return None
     return ticks[7], sum(ticks)

@@ -34,7 +34,7 @@ def test_this_machine_gives_an_answer() -> None:
 
 
 def test_stolen_ticks_are_the_eighth_field_of_the_cpu_line() -> None:
-    line = "cpu  3845230 12042 851073 5324452 9371 0 141606 67365 0 0".split()
+    line = "cpu  3845230 12042 851073 5324452 9371 0 141606 67365 0 0\n"
     assert parse_cpu_line(line) == (
         67365,
         3845230 + 12042 + 851073 + 5324452 + 9371 + 141606 + 67365,
@@ -42,10 +42,10 @@ def test_stolen_ticks_are_the_eighth_field_of_the_cpu_line() -> None:
 
 
 def test_an_odd_cpu_line_gives_nothing() -> None:
-    assert parse_cpu_line([]) is None
-    assert parse_cpu_line("cpu0 1 2 3 4 5 6 7 8".split()) is None  # one CPU, not all
-    assert parse_cpu_line("cpu 1 2 3".split()) is None  # a kernel without steal time
-    assert parse_cpu_line("cpu 1 2 3 4 5 6 7 x".split()) is None
+    assert parse_cpu_line("") is None
+    assert parse_cpu_line("cpu0 1 2 3 4 5 6 7 8") is None  # one CPU, not all
+    assert parse_cpu_line("cpu 1 2 3") is None  # a kernel without steal time
+    assert parse_cpu_line("cpu 1 2 3 4 5 6 7 x") is None
 
 
 def test_the_stolen_share_is_of_the_ticks_between_two_readings() -> None:

@@ -18,17 +18,22 @@ class SystemSample:
     memory_used_bytes: int = 0
 
 
-def parse_cpu_times(stat_text: str) -> tuple[int, int]:
-    """(busy, total) jiffies from the aggregate ``cpu`` line of ``/proc/stat``."""
+def cpu_jiffies(stat_text: str) -> list[int]:
+    """The aggregate ``cpu`` line of ``/proc/stat``: user, nice, system, idle, iowait, irq,
+    softirq, steal (guest time is inside user; fields a kernel lacks are 0)."""
     for line in stat_text.splitlines():
         if line.startswith("cpu "):
             fields = [int(v) for v in line.split()[1:]]
-            # user nice system idle iowait irq softirq steal (guest time is inside user)
-            fields = (fields + [0] * 8)[:8]
-            idle = fields[3] + fields[4]
-            total = sum(fields)
-            return total - idle, total
+            return (fields + [0] * 8)[:8]
     raise ValueError("no aggregate cpu line in /proc/stat")
+
+
+def parse_cpu_times(stat_text: str) -> tuple[int, int]:
+    """(busy, total) jiffies from the aggregate ``cpu`` line of ``/proc/stat``."""
+    fields = cpu_jiffies(stat_text)
+    idle = fields[3] + fields[4]
+    total = sum(fields)
+    return total - idle, total
 
 
 def parse_meminfo(text: str) -> tuple[int, int]:
