@@ -18,9 +18,10 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -238,6 +239,23 @@ class Pair:
             request_id=request_id,
         )
         return self.both("POST", f"/v2/models/{path}/infer", body, headers)
+
+
+T = TypeVar("T")
+
+
+def settled(read: Callable[[], T], done: Callable[[T], bool], timeout_s: float = 10.0) -> T:
+    """``read()`` again until ``done`` holds for its value (or ``timeout_s`` passes).
+
+    Triton counts a request in its statistics and metrics when the backend releases it,
+    which can come a moment after the response has reached the client.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = read()
+        if done(value) or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
 
 
 def _port_is_free(port: int) -> bool:

@@ -10,11 +10,12 @@ counted for those steps), in the batch statistics of the request's batch size.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from .conftest import settled
 
 if not (Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "tritonserver").exists():
     pytest.skip("real Triton is not installed (setup-anchors.sh)", allow_module_level=True)
@@ -34,15 +35,11 @@ def _stats(endpoint, model: str) -> dict:  # noqa: ANN001
 
 
 def _settled_stats(endpoint, model: str, before: dict, count: int) -> dict:  # noqa: ANN001
-    """The statistics once ``count`` more inferences show in them: Triton counts an
-    ensemble's request a moment after its response has gone out."""
-    deadline = time.monotonic() + 10
-    while True:
-        stats = _stats(endpoint, model)
-        added = int(stats["inference_count"]) - int(before["inference_count"])
-        if added >= count or time.monotonic() > deadline:
-            return stats
-        time.sleep(0.05)
+    """The statistics once ``count`` more inferences show in them."""
+    base = int(before["inference_count"])
+    return settled(
+        lambda: _stats(endpoint, model), lambda s: int(s["inference_count"]) - base >= count
+    )
 
 
 def _delta(before: dict, after: dict) -> dict:

@@ -28,6 +28,7 @@ from .conftest import (
     Endpoint,
     _port_is_free,
     infer_body,
+    settled,
 )
 
 if not TRITONSERVER.exists():
@@ -45,12 +46,17 @@ class Servers:
         self.tritium = tritium
         self.tritium_http = Endpoint("tritium", tritium.port or 0)
 
-    def pages(self) -> tuple[str, str]:
+    def pages(self, requests: dict[str, int]) -> tuple[str, str]:
+        """Both /metrics pages, once each counts ``requests[model]`` requests per model."""
+
         def get(port: int) -> str:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as r:
                 return r.read().decode()
 
-        return get(self.triton_metrics), get(self.tritium.metrics_port or 0)
+        def page(port: int) -> str:
+            return settled(lambda: get(port), lambda text: requests_per_model(text) == requests)
+
+        return page(self.triton_metrics), page(self.tritium.metrics_port or 0)
 
 
 @pytest.fixture(scope="module")
@@ -118,6 +124,17 @@ def both(servers: Servers, method: str, path: str, body: bytes | None = None, he
     )
 
 
+def requests_per_model(text: str) -> dict[str, int]:
+    """model -> its successful plus failed requests on a /metrics page."""
+    out: dict[str, int] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name in ("nv_inference_request_success", "nv_inference_request_failure"):
+            for s in family.samples:
+                model = s.labels["model"]
+                out[model] = out.get(model, 0) + int(s.value)
+    return out
+
+
 def families(text: str) -> dict[str, tuple[str, str, set[frozenset[str]]]]:
     """name -> (help, type, label-name sets of its samples)."""
     out = {}
@@ -138,14 +155,19 @@ def counts(text: str) -> dict[tuple[str, frozenset], float]:
 def test_same_families_help_types_labels_and_counts(servers: Servers) -> None:
     import numpy as np
 
-    add_sub = [("INPUT0", "FP32", np.ones(4, np.float32)), ("INPUT1", "FP32", np.ones(4, np.float32))]
+    add_sub = [
+        ("INPUT0", "FP32", np.ones(4, np.float32)),
+        ("INPUT1", "FP32", np.ones(4, np.float32)),
+    ]
     one = [("INPUT", "FP32", np.ones(1, np.float32))]
-    for path, inputs, n in (("add_sub", add_sub, 3), ("raises", one, 2), ("error_response", one, 1)):
+    sent = {"add_sub": 3, "raises": 2, "error_response": 1}
+    for path, inputs in (("add_sub", add_sub), ("raises", one), ("error_response", one)):
         body, headers = infer_body(inputs, binary_inputs=False)
-        for _ in range(n):
+        for _ in range(sent[path]):
             theirs, ours = both(servers, "POST", f"/v2/models/{path}/infer", body, headers)
             assert theirs.status == ours.status, (path, theirs.show(), ours.show())
-    triton_page, tritium_page = servers.pages()
+    triton_page, tritium_page = servers.pages(sent)
+    assert requests_per_model(triton_page) == requests_per_model(tritium_page) == sent
     theirs, ours = families(triton_page), families(tritium_page)
     compared = [n for n in theirs if n.startswith(("nv_inference_", "nv_cpu_"))]
     assert len(compared) >= 12, sorted(theirs)
@@ -168,7 +190,10 @@ def test_same_families_help_types_labels_and_counts(servers: Servers) -> None:
     # in the statistics extension and here alike.
     model = {"model": "error_response", "version": "1"}
     success = ("nv_inference_request_success_total", frozenset(model.items()))
-    backend = ("nv_inference_request_failure_total", frozenset({**model, "reason": "BACKEND"}.items()))
+    backend = (
+        "nv_inference_request_failure_total",
+        frozenset({**model, "reason": "BACKEND"}.items()),
+    )
     assert (theirs_counts[success], theirs_counts[backend]) == (1, 0)
     assert (ours_counts[success], ours_counts[backend]) == (0, 1)
     # Triton counts an execution of a model that raises as no execution; the statistics

@@ -21,7 +21,7 @@ import pytest
 
 from tritium.testing import ServerProcess
 
-from .conftest import Endpoint, Pair, TritonProcess
+from .conftest import Endpoint, Pair, TritonProcess, settled
 
 if not (Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "tritonserver").exists():
     pytest.skip("real Triton is not installed (setup-anchors.sh)", allow_module_level=True)
@@ -150,6 +150,8 @@ def test_priority_order_and_queue_time_alike(
         assert start >= end  # one copy of R1: never two runs at once
     # The wait for R1 is reported as queue time.
     last_high_end = max(span[1] for name, span in spans if name == "high")
-    queue = _queue(endpoint, "rl_low")
+    queue = settled(
+        lambda: _queue(endpoint, "rl_low"), lambda q: q["count"] >= low_before["count"] + 3
+    )
     assert queue["count"] == low_before["count"] + 3
     assert queue["ns"] - low_before["ns"] >= 3 * (last_high_end - held[1]) > 0

@@ -20,7 +20,7 @@ import pytest
 
 from tritium.testing import ServerProcess
 
-from .conftest import GRPC_OFFSET, Endpoint, Pair, TritonProcess
+from .conftest import GRPC_OFFSET, Endpoint, Pair, TritonProcess, settled
 
 if not (Path(os.environ.get("ANCHORS", "/tmp/anchors")) / "bin" / "tritonserver").exists():
     pytest.skip("real Triton is not installed (setup-anchors.sh)", allow_module_level=True)
@@ -84,8 +84,16 @@ def _counts(stats: dict) -> dict[str, int]:
     return counts
 
 
+def _settled_counts(endpoint: Endpoint, successes: int) -> dict[str, int]:
+    """``cached_sleeper``'s counts once they show ``successes`` successful requests."""
+    return settled(
+        lambda: _counts(_stats(endpoint, "cached_sleeper")), lambda c: c["success"] >= successes
+    )
+
+
 def test_hits_echo_ids_share_json_and_binary_and_count_alike(cache_pair: Pair) -> None:
-    before = [_counts(_stats(e, "cached_sleeper")) for e in (cache_pair.triton, cache_pair.tritium)]
+    endpoints = (cache_pair.triton, cache_pair.tritium)
+    before = [_counts(_stats(e, "cached_sleeper")) for e in endpoints]
     runs = []
     for i, binary in enumerate((False, True, False)):
         replies = cache_pair.infer(
@@ -98,7 +106,7 @@ def test_hits_echo_ids_share_json_and_binary_and_count_alike(cache_pair: Pair) -
             runs.append(int(outputs["RUN"][0]))
     # Each server ran the model once: every answer repeats the first execution's RUN.
     assert len(set(runs[0::2])) == 1 and len(set(runs[1::2])) == 1
-    after = [_counts(_stats(e, "cached_sleeper")) for e in (cache_pair.triton, cache_pair.tritium)]
+    after = [_settled_counts(e, b["success"] + 3) for e, b in zip(endpoints, before)]
     deltas = [{k: a[k] - b[k] for k in a} for a, b in zip(after, before)]
     assert deltas[0] == deltas[1]
     assert deltas[1]["cache_hit"] == 2 and deltas[1]["cache_miss"] == 1
