@@ -5,6 +5,8 @@ CI runner cancelling a job) dies at once by default: no ``finally`` block and no
 ``with ServerProcess(...)`` exit runs, so a ``tritium serve`` child started in its own
 session outlives it. Inside ``exit_on_signals()`` those signals raise ``SystemExit`` in the
 main thread instead, so the program unwinds exactly as on Ctrl-C and stops its servers.
+SIGINT raises ``KeyboardInterrupt`` there even where the program started with SIGINT
+ignored (a background job of a script: ``tool &``), as ``tritium serve`` itself does.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ def _raise(signum: int, frame: FrameType | None) -> None:
 @contextmanager
 def exit_on_signals() -> Iterator[None]:
     """Within the block, SIGTERM and SIGHUP raise ``Terminated`` (exit status 128 + the
-    signal number); the previous handlers come back afterwards. Only the main thread can
-    set handlers; elsewhere the block runs unchanged."""
+    signal number) and SIGINT ``KeyboardInterrupt``; the previous handlers come back
+    afterwards. Only the main thread can set handlers; elsewhere the block runs unchanged."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {sig: signal.signal(sig, _raise) for sig in TERMINATING}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
