@@ -28,11 +28,13 @@ serve: $(VENV)/.installed-serve
 
 # The quality gates run first; any finding fails the target before the tests start. The
 # suite runs in $(TEST_WORKERS) processes (a file per process at a time), then the tests
-# marked `serial` (timing, CPU and process-wide checks) run alone.
+# marked `serial` (timing, CPU and process-wide checks) run alone. A test process that dies
+# ends the run with the test it was running named (a replacement worker can leave the
+# file-by-file scheduling waiting forever).
 TEST_WORKERS ?= 2
 
 test: lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m 'not slow and not serial'
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0 -m 'not slow and not serial'
 	$(BIN)/python -m pytest -q -m 'serial and not slow'
 
 # Lint, types (settings in pyproject.toml) and import layering (the [tool.importlinter]
