@@ -38,6 +38,19 @@ class Measurement:
         return data
 
 
+def paired_throughputs(
+    runs: list[Measurement], baseline_runs: list[Measurement], *, strict: bool = False
+) -> list[tuple[float, float]]:
+    """(throughput, baseline throughput) of each round, the rounds where either run failed
+    left out so that the others stay paired with their own round. Rounds past the shorter
+    list (an interrupted run) are unpaired; with ``strict`` unequal lists are a ValueError."""
+    return [
+        (m.throughput, b.throughput)
+        for m, b in zip(runs, baseline_runs, strict=strict)
+        if m.ok and b.ok and m.throughput and b.throughput
+    ]
+
+
 def problem_lines(output: str, limit: int = 8) -> tuple[str, ...]:
     """Distinct lines of a tool's output that report a problem, in order, at most `limit`."""
     seen: dict[str, None] = {}

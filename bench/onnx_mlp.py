@@ -28,7 +28,7 @@ if str(REPO_ROOT) not in sys.path:
 
 from bench import run_meta  # noqa: E402
 from bench.anchors import add_server_options, locate_anchors  # noqa: E402
-from bench.measurement import Measurement  # noqa: E402
+from bench.measurement import Measurement, paired_throughputs  # noqa: E402
 from bench.perf import run_perf_analyzer  # noqa: E402
 from bench.scenarios import DEFAULT_SETTINGS, Scenario  # noqa: E402
 from bench.servers import (  # noqa: E402
@@ -92,13 +92,9 @@ def worker_rss_mib(pgid: int) -> list[float]:
 
 
 def paired(ours: list[Measurement], theirs: list[Measurement]) -> list[tuple[float, float]]:
-    """(tritium, Triton) throughput of each round in which both were measured: a round
-    where either failed is left out, so that the others stay paired with their own."""
-    return [
-        (a.throughput, b.throughput)
-        for a, b in zip(ours, theirs, strict=True)
-        if a.throughput and b.throughput
-    ]
+    """(tritium, Triton) throughput of each round in which both were measured; every round
+    measures both servers, so unequal lists are a ValueError."""
+    return paired_throughputs(ours, theirs, strict=True)
 
 
 def main() -> int:

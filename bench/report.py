@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.measurement import Measurement
+from bench.measurement import Measurement, paired_throughputs
 from bench.scenarios import Scenario
 
 SERVERS = ("tritium", "triton")
@@ -160,11 +160,7 @@ class PairedRatio:
 def paired_ratio(runs: list[Measurement], baseline_runs: list[Measurement]) -> PairedRatio | None:
     """The per-round throughput ratios of `runs` over `baseline_runs` (rounds where either
     failed are left out) as a geometric mean with a t interval on their logarithms."""
-    logs = [
-        math.log(m.throughput / b.throughput)
-        for m, b in zip(runs, baseline_runs, strict=False)
-        if m.ok and b.ok and m.throughput and b.throughput
-    ]
+    logs = [math.log(m / b) for m, b in paired_throughputs(runs, baseline_runs)]
     if not logs:
         return None
     mean = statistics.fmean(logs)
